@@ -1,0 +1,59 @@
+"""gpu-lab: the GPU machine-learning lab of the reference designs, as one Pulumi program.
+
+Reads like a table of contents: validate the configuration, build each part, export what a
+platform engineer needs after `pulumi up`.
+"""
+
+import pulumi
+
+from components.addons.component import ClusterAddons, ClusterAddonsArgs
+from components.config import SECTIONS, load_lab
+from components.model import ConfigError
+from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
+from components.secrets import MissingSecretError, check_required_secrets, load_secrets
+from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
+from components.vsphere.fabric import RoceFabric, RoceFabricArgs
+from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
+
+
+def main() -> None:
+    config = pulumi.Config("gpu-lab")
+    try:
+        lab = load_lab({section: config.get_object(section) for section in SECTIONS})
+        secrets = load_secrets()
+        check_required_secrets(lab, secrets)
+    except (ConfigError, MissingSecretError) as err:
+        raise pulumi.RunError(str(err)) from None
+
+    openshift = None
+    if lab.openshift is not None:
+        openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=lab, secrets=secrets))
+
+    vms = None
+    if lab.vsphere is not None:
+        vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets)
+        fabric = RoceFabric("roce", RoceFabricArgs(vsphere=lab.vsphere, hosts=lab.hosts(), vcenter=vcenter))
+        vms = LabVms("vms", LabVmsArgs(
+            vsphere=lab.vsphere,
+            vms=lab.vms(),
+            fabric=fabric,
+            vcenter=vcenter,
+            extra_config=openshift.vm_extra_config if openshift else {},
+        ))
+        pulumi.export("hosts", fabric.host_summary)
+        pulumi.export("vms", vms.vm_summary)
+
+    for switch in lab.switches:
+        SpectrumSwitch(switch.name, SpectrumSwitchArgs(
+            switch=switch, lab=lab, password=secrets.switch_password(switch.name)))
+
+    if lab.addons.any_enabled:
+        ClusterAddons("addons", ClusterAddonsArgs(
+            lab=lab,
+            secrets=secrets,
+            kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
+        ), pulumi.ResourceOptions(depends_on=[vms] if vms else []))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""gpu-lab components: the configuration model, the renderers, and the Pulumi components."""

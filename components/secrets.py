@@ -1,0 +1,115 @@
+"""Every secret the lab uses, read once at the edge as Pulumi secret Outputs.
+
+The pydantic model never sees these values: components receive them as Outputs, so Pulumi
+keeps them encrypted in state and masked in logs. Keys (all set with
+`pulumi config set --secret ...`, see the README):
+
+| attribute | config key | used by |
+|---|---|---|
+| vcenter_password | `vsphere:password` | vSphere provider, pyvmomi dynamic providers |
+| switch_passwords | `gpu-lab:switchPasswords` (object: switch name -> password) | switch Commands |
+| pull_secret | `gpu-lab:pullSecret` | OpenShift install-config |
+| ssh_public_key | `gpu-lab:sshPublicKey` | OpenShift install-config (core user) |
+| helper_ssh_private_key | `gpu-lab:helperSshPrivateKey` | deploys to the OpenShift helper node |
+| kubeconfig | `gpu-lab:kubeconfig` | add-ons, when OpenShift is not installed by this stack |
+| nvidia_license_token | `gpu-lab:nvidiaLicenseToken` | vGPU guest licensing (client_configuration_token.tok) |
+| gridd_conf | `gpu-lab:griddConf` | vGPU guest licensing (gridd.conf) |
+| registry_auth | `gpu-lab:registryAuth` | pulling the vGPU guest driver image (dockerconfigjson) |
+| bitfusion_client_token | `gpu-lab:bitfusionClientToken` | Bitfusion client (tokens archive, base64) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+
+# (attribute, namespace, key, is an object)
+SECRET_KEYS: tuple[tuple[str, str, str, bool], ...] = (
+    ("vcenter_password", "vsphere", "password", False),
+    ("switch_passwords", "gpu-lab", "switchPasswords", True),
+    ("pull_secret", "gpu-lab", "pullSecret", False),
+    ("ssh_public_key", "gpu-lab", "sshPublicKey", False),
+    ("helper_ssh_private_key", "gpu-lab", "helperSshPrivateKey", False),
+    ("kubeconfig", "gpu-lab", "kubeconfig", False),
+    ("nvidia_license_token", "gpu-lab", "nvidiaLicenseToken", False),
+    ("gridd_conf", "gpu-lab", "griddConf", False),
+    ("registry_auth", "gpu-lab", "registryAuth", False),
+    ("bitfusion_client_token", "gpu-lab", "bitfusionClientToken", False),
+)
+
+
+@dataclass(frozen=True)
+class LabSecrets:
+    """Secret Outputs; None where the stack does not set the key."""
+
+    vcenter_password: Optional[pulumi.Output[str]] = None
+    switch_passwords: Optional[pulumi.Output[dict[str, str]]] = None
+    pull_secret: Optional[pulumi.Output[str]] = None
+    ssh_public_key: Optional[pulumi.Output[str]] = None
+    helper_ssh_private_key: Optional[pulumi.Output[str]] = None
+    kubeconfig: Optional[pulumi.Output[str]] = None
+    nvidia_license_token: Optional[pulumi.Output[str]] = None
+    gridd_conf: Optional[pulumi.Output[str]] = None
+    registry_auth: Optional[pulumi.Output[str]] = None
+    bitfusion_client_token: Optional[pulumi.Output[str]] = None
+
+    def require(self, attribute: str, why: str) -> pulumi.Output[Any]:
+        """The secret, or a clear error naming the config key to set."""
+        value = getattr(self, attribute)
+        if value is None:
+            namespace, key = next((n, k) for a, n, k, _ in SECRET_KEYS if a == attribute)
+            raise MissingSecretError(
+                f"{namespace}:{key} is not set but {why}; "
+                f"set it with: pulumi config set --secret {namespace}:{key} <value>"
+            )
+        return value
+
+    def switch_password(self, switch_name: str) -> pulumi.Output[str]:
+        passwords = self.require("switch_passwords", f"switch {switch_name} needs a password")
+        return pulumi.Output.secret(passwords).apply(lambda d: _switch_entry(d, switch_name))
+
+
+def _switch_entry(passwords: dict[str, str], switch_name: str) -> str:
+    if switch_name not in passwords:
+        raise MissingSecretError(
+            f"gpu-lab:switchPasswords has no entry for switch {switch_name!r}; set it with: "
+            f"pulumi config set --secret --path 'switchPasswords.{switch_name}' <password>"
+        )
+    return passwords[switch_name]
+
+
+class MissingSecretError(ValueError):
+    pass
+
+
+def load_secrets() -> LabSecrets:
+    """Read every secret key the stack sets (call from __main__ only)."""
+    values = {}
+    for attribute, namespace, key, is_object in SECRET_KEYS:
+        config = pulumi.Config(namespace)
+        values[attribute] = config.get_secret_object(key) if is_object else config.get_secret(key)
+    return LabSecrets(**values)
+
+
+def check_required_secrets(lab, secrets: LabSecrets) -> None:
+    """Fail before any resource is registered when a secret the lab needs is missing."""
+    needed: list[tuple[str, str]] = []
+    if lab.vsphere is not None:
+        needed.append(("vcenter_password", "the pyvmomi host and VM settings need it"))
+    if lab.openshift is not None:
+        needed += [
+            ("pull_secret", "openshift is configured and install-config needs the pull secret"),
+            ("ssh_public_key", "openshift is configured and install-config needs the core user's key"),
+        ]
+    if lab.switches:
+        needed.append(("switch_passwords", "switches are configured"))
+    problems = []
+    for attribute, why in needed:
+        try:
+            secrets.require(attribute, why)
+        except MissingSecretError as err:
+            problems.append(str(err))
+    if problems:
+        raise MissingSecretError("missing secrets:\n  - " + "\n  - ".join(problems))

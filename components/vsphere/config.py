@@ -1,0 +1,367 @@
+"""The `vsphere` configuration section: hosts, networks, the RoCE vDS and the VMs.
+
+Defaults are the NVIDIA RDG for Kubernetes with vGPU and PVRDMA (reference 000): a
+management host, identical worker hosts with a ConnectX RoCE uplink each, a
+192.168.0.0/24 RDMA network with jumbo frames, 4 vCPU / 24 GB / 50 GB workers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
+
+from pydantic import AfterValidator, Field
+
+from components.model import (
+    AddressPlan,
+    Cidr,
+    HostName,
+    IPv4,
+    MacAddress,
+    Model,
+    Problem,
+    Vlan,
+    duplicates,
+    expand_addresses,
+)
+
+if TYPE_CHECKING:
+    from components.config import LabConfig
+
+# The guide's minimums (reference 000, "Virtual Machine Configuration").
+MIN_WORKER = {"cpus": 4, "memoryGb": 24, "diskGb": 50}
+MIN_CONTROL_PLANE = {"cpus": 4, "memoryGb": 16, "diskGb": 50}
+# OpenShift's documented bootstrap minimum.
+MIN_BOOTSTRAP = {"cpus": 4, "memoryGb": 16, "diskGb": 100}
+RDMA_MIN_MTU = 9000
+
+# grid_<gpu>[-<mig slices>]-<framebuffer GB><series>, e.g. grid_v100-16c, grid_a100-3-20c,
+# nvidia_l40s-24c. Series: a (virtual apps), b (virtual PC), c (compute), q (workstation).
+_VGPU_PROFILE = re.compile(r"^(grid|nvidia)_([a-z0-9]+)(-(\d+))?-(\d+)([abcq])$")
+
+
+def _check_vgpu_profile(value: str) -> str:
+    if not _VGPU_PROFILE.match(value):
+        raise ValueError(
+            f"{value!r} is not a vGPU profile: expected grid_<gpu>[-<slices>]-<framebuffer GB><series> "
+            "with series a, b, c or q, e.g. grid_v100-16c (Virtual Compute Server profiles end in 'c')"
+        )
+    return value
+
+
+VgpuProfile = Annotated[str, AfterValidator(_check_vgpu_profile)]
+
+_VMNIC = re.compile(r"^vmnic\d+$")
+
+
+def _check_vmnic(value: str) -> str:
+    if not _VMNIC.match(value):
+        raise ValueError(f"{value!r} is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")
+    return value
+
+
+Vmnic = Annotated[str, AfterValidator(_check_vmnic)]
+
+
+class Sizing(Model):
+    """Virtual hardware of one VM."""
+
+    cpus: int = Field(gt=0, description="vCPUs")
+    memory_gb: int = Field(gt=0, description="memory in GiB, fully reserved on vGPU VMs")
+    disk_gb: int = Field(gt=0, description="system disk in GiB (thin clone of the template)")
+
+
+class WorkerHost(Model):
+    """An ESXi host that runs vGPU workers and has ConnectX RoCE ports."""
+
+    name: HostName
+    rdma_uplinks: list[Vmnic] = Field(
+        min_length=1, description="the ConnectX ports that become the RoCE vDS uplinks, e.g. [vmnic4]"
+    )
+
+
+class ManagementNetwork(Model):
+    host_cidr: Cidr = "172.16.31.0/24"
+    vm_cidr: Cidr = "172.16.7.0/24"
+    port_group: str = Field(default="lab-management",
+                            description="management port group created on the vDS for the worker VMs")
+    vlan: Vlan = 0
+    management_host_network: str = Field(
+        default="VM Network",
+        description="existing network on the management host for the control-plane and bootstrap VMs "
+                    "(the management host is not on the RoCE vDS)",
+    )
+
+
+class RdmaNetwork(Model):
+    cidr: Cidr = "192.168.0.0/24"
+    port_group: str = "lab-rdma"
+    vlan: Vlan = 0
+    mtu: int = Field(default=9000, description="MTU of the vmk and VM RDMA NICs")
+    pfc_priority: int = Field(
+        default=3, ge=0, le=7, description="802.1p priority the hosts' ConnectX ports send RoCE on"
+    )
+    trust: Literal["dscp", "pcp"] = Field(default="dscp", description="QoS trust mode of the hosts' ports")
+
+
+class DistributedSwitch(Model):
+    name: str = "lab-roce-vds"
+    version: str = Field(default="6.6.0", pattern=r"^\d+\.\d+\.\d+$",
+                         description="vDS version; PVRDMA needs 6.5.0 or later")
+    mtu: int = 9000
+    lacp: bool = Field(default=False, description="must stay false: RoCE uplinks are not aggregated")
+
+
+class VmGroup(Model):
+    """VMs of one role. Addresses are listed or derived from a first address."""
+
+    names: list[HostName] = Field(min_length=1)
+    sizing: Sizing
+    management_addresses: Optional[AddressPlan] = Field(
+        default=None, description="DHCP-reserved management addresses, one per VM (omit for plain DHCP)"
+    )
+    macs: Optional[list[MacAddress]] = Field(
+        default=None, description="management NIC MACs, one per VM (for DHCP reservations)"
+    )
+    cloud_init_user_data: Optional[str] = Field(
+        default=None, description="cloud-init user-data for templates that use it (not with OpenShift)"
+    )
+
+
+class WorkerVms(VmGroup):
+    rdma_addresses: AddressPlan = Field(description="PVRDMA NIC addresses, one per worker")
+    vgpu_profile: VgpuProfile
+
+
+class BootstrapVm(Model):
+    name: HostName = "bootstrap"
+    sizing: Sizing = Sizing(cpus=4, memory_gb=16, disk_gb=100)
+    management_address: Optional[IPv4] = None
+    mac: Optional[MacAddress] = None
+
+
+class VsphereConfig(Model):
+    datacenter: str
+    cluster: str = Field(description="compute cluster holding the worker hosts (DRS rules live here)")
+    datastore: str
+    template: str = Field(description="VM or template to clone every VM from")
+    management_datastore: Optional[str] = Field(
+        default=None, description="datastore of the management host's VMs (default: datastore)")
+    folder: Optional[str] = Field(default=None, description="VM folder, relative to the datacenter")
+    domain: str = Field(default="lab.local", description="DNS domain given to cloned guests")
+    hardware_version: int = Field(default=14, description="VM hardware version; PVRDMA needs 13 or later")
+    management_host: HostName
+    worker_hosts: list[WorkerHost] = Field(min_length=1)
+    vmk_addresses: AddressPlan = Field(description="RDMA vmk addresses, one per worker host, in order")
+    networks: "Networks" = Field(default_factory=lambda: Networks())
+    vds: DistributedSwitch = DistributedSwitch()
+    control_plane: VmGroup
+    workers: WorkerVms
+    bootstrap: Optional[BootstrapVm] = Field(
+        default=None, description="OpenShift bootstrap VM (created only while openshift.bootstrap is true)"
+    )
+
+
+class Networks(Model):
+    management: ManagementNetwork = ManagementNetwork()
+    rdma: RdmaNetwork = RdmaNetwork()
+
+
+VsphereConfig.model_rebuild()
+
+
+# ---------------------------------------------------------------- derived plan
+
+
+@dataclass(frozen=True)
+class PlannedHost:
+    name: str
+    rdma_uplinks: tuple[str, ...]
+    vmk_address: str
+
+
+@dataclass(frozen=True)
+class PlannedVm:
+    """One VM as it will be created; the single place VM facts are derived."""
+
+    name: str
+    role: Literal["control-plane", "worker", "bootstrap"]
+    host: str
+    cpus: int
+    memory_gb: int
+    disk_gb: int
+    management_address: Optional[str]
+    mac: Optional[str]
+    rdma_address: Optional[str]
+    vgpu_profile: Optional[str]
+
+
+def planned_hosts(vs: VsphereConfig) -> list[PlannedHost]:
+    addresses = expand_addresses(vs.vmk_addresses, len(vs.worker_hosts))
+    return [
+        PlannedHost(h.name, tuple(h.rdma_uplinks), str(a) if a else "")
+        for h, a in zip(vs.worker_hosts, addresses)
+    ]
+
+
+def planned_vms(vs: VsphereConfig, with_bootstrap: bool) -> list[PlannedVm]:
+    """Every VM: bootstrap (when asked), control plane on the management host, workers round-robin."""
+    vms: list[PlannedVm] = []
+    if with_bootstrap and vs.bootstrap is not None:
+        b = vs.bootstrap
+        vms.append(
+            PlannedVm(b.name, "bootstrap", vs.management_host, b.sizing.cpus, b.sizing.memory_gb,
+                      b.sizing.disk_gb, _str(b.management_address), b.mac, None, None)
+        )
+    cp = vs.control_plane
+    for name, addr, mac in zip(cp.names, expand_addresses(cp.management_addresses, len(cp.names)),
+                               _macs(cp.macs, len(cp.names))):
+        vms.append(PlannedVm(name, "control-plane", vs.management_host, cp.sizing.cpus, cp.sizing.memory_gb,
+                             cp.sizing.disk_gb, _str(addr), mac, None, None))
+    w = vs.workers
+    n = len(w.names)
+    for i, (name, addr, mac, rdma) in enumerate(
+        zip(w.names, expand_addresses(w.management_addresses, n), _macs(w.macs, n),
+            expand_addresses(w.rdma_addresses, n))
+    ):
+        host = vs.worker_hosts[i % len(vs.worker_hosts)].name
+        vms.append(PlannedVm(name, "worker", host, w.sizing.cpus, w.sizing.memory_gb, w.sizing.disk_gb,
+                             _str(addr), mac, _str(rdma), w.vgpu_profile))
+    return vms
+
+
+def _str(addr) -> Optional[str]:
+    return str(addr) if addr is not None else None
+
+
+def _macs(macs: Optional[list[str]], n: int) -> list[Optional[str]]:
+    return list(macs or []) + [None] * (n - len(macs or []))
+
+
+# ---------------------------------------------------------------- rules
+
+
+def check(lab: "LabConfig") -> list[Problem]:
+    """The guide's rules for the vSphere section."""
+    vs = lab.vsphere
+    p: list[Problem] = []
+    if vs is None:
+        return p
+    nets = vs.networks
+    rdma_net = ipaddress.IPv4Network(nets.rdma.cidr)
+    host_net = ipaddress.IPv4Network(nets.management.host_cidr)
+    vm_net = ipaddress.IPv4Network(nets.management.vm_cidr)
+
+    # MTU and LACP: RoCE needs jumbo frames end to end and one path per flow.
+    if nets.rdma.mtu < RDMA_MIN_MTU:
+        p.append(Problem("vsphere.networks.rdma.mtu",
+                         f"{nets.rdma.mtu} is below {RDMA_MIN_MTU}; the RDMA network needs jumbo frames (9000 or more)"))
+    if vs.vds.mtu < RDMA_MIN_MTU:
+        p.append(Problem("vsphere.vds.mtu",
+                         f"{vs.vds.mtu} is below {RDMA_MIN_MTU}; the RoCE vDS needs jumbo frames (9000 or more)"))
+    if vs.vds.mtu < nets.rdma.mtu:
+        p.append(Problem("vsphere.vds.mtu",
+                         f"{vs.vds.mtu} is below the RDMA network MTU {nets.rdma.mtu}; the vDS must carry it"))
+    if vs.vds.lacp:
+        p.append(Problem("vsphere.vds.lacp",
+                         "LACP is not allowed on RDMA uplinks (RoCE needs one NIC per subnet, no bonding); set false"))
+    if vs.hardware_version < 13:
+        p.append(Problem("vsphere.hardwareVersion",
+                         f"{vs.hardware_version} is too old: PVRDMA needs virtual hardware 13 or later"))
+    if tuple(int(x) for x in vs.vds.version.split(".")) < (6, 5, 0):
+        p.append(Problem("vsphere.vds.version", f"{vs.vds.version}: PVRDMA needs a vDS of version 6.5.0 or later"))
+
+    # Subnets: the management network of hosts/VMs must not overlap the RDMA network.
+    for key, net in (("hostCidr", host_net), ("vmCidr", vm_net)):
+        if net.overlaps(rdma_net):
+            p.append(Problem(f"vsphere.networks.management.{key}",
+                             f"{net} overlaps the RDMA network {rdma_net}; each NIC needs its own subnet"))
+
+    # Hosts.
+    host_names = [vs.management_host] + [h.name for h in vs.worker_hosts]
+    for name in duplicates(host_names):
+        p.append(Problem("vsphere.workerHosts", f"host name {name!r} appears more than once; names must be unique"))
+    layouts = {tuple(h.rdma_uplinks) for h in vs.worker_hosts}
+    if len(layouts) > 1:
+        first = vs.worker_hosts[0]
+        for i, h in enumerate(vs.worker_hosts):
+            if tuple(h.rdma_uplinks) != tuple(first.rdma_uplinks):
+                p.append(Problem(f"vsphere.workerHosts[{i}].rdmaUplinks",
+                                 f"{h.rdma_uplinks} differs from {first.name}'s {first.rdma_uplinks}; "
+                                 "all worker hosts must have the same RDMA uplink layout (same PCIe placement)"))
+    for i, h in enumerate(vs.worker_hosts):
+        for nic in duplicates(h.rdma_uplinks):
+            p.append(Problem(f"vsphere.workerHosts[{i}].rdmaUplinks", f"{nic} is listed twice"))
+
+    p += _address_list_problems("vsphere.vmkAddresses", vs.vmk_addresses, len(vs.worker_hosts), rdma_net,
+                                "worker host")
+
+    # VMs.
+    cp, w = vs.control_plane, vs.workers
+    p += _sizing_problems("vsphere.workers.sizing", w.sizing, MIN_WORKER, "worker")
+    p += _sizing_problems("vsphere.controlPlane.sizing", cp.sizing, MIN_CONTROL_PLANE, "control-plane")
+    if vs.bootstrap is not None:
+        p += _sizing_problems("vsphere.bootstrap.sizing", vs.bootstrap.sizing, MIN_BOOTSTRAP, "bootstrap")
+    p += _address_list_problems("vsphere.workers.rdmaAddresses", w.rdma_addresses, len(w.names), rdma_net, "worker")
+    for key, group in (("controlPlane", cp), ("workers", w)):
+        if group.management_addresses is not None:
+            p += _address_list_problems(f"vsphere.{key}.managementAddresses", group.management_addresses,
+                                        len(group.names), vm_net, "VM")
+        if group.macs is not None and len(group.macs) != len(group.names):
+            p.append(Problem(f"vsphere.{key}.macs",
+                             f"{len(group.macs)} MACs for {len(group.names)} VMs; give one per VM or none"))
+    if vs.bootstrap is not None and vs.bootstrap.management_address is not None:
+        if vs.bootstrap.management_address not in vm_net:
+            p.append(Problem("vsphere.bootstrap.managementAddress",
+                             f"{vs.bootstrap.management_address} is outside the VM management network {vm_net}"))
+
+    vms = planned_vms(vs, with_bootstrap=True)
+    for name in duplicates([v.name for v in vms] + host_names):
+        p.append(Problem("vsphere", f"name {name!r} is used by more than one host or VM; names must be unique"))
+    for mac in duplicates([v.mac for v in vms]):
+        p.append(Problem("vsphere", f"MAC {mac} is given to more than one VM"))
+    for addr in duplicates([v.management_address for v in vms]):
+        p.append(Problem("vsphere", f"management address {addr} is given to more than one VM"))
+    vmk = {h.vmk_address: h.name for h in planned_hosts(vs)}
+    for i, v in enumerate(x for x in vms if x.role == "worker"):
+        if v.rdma_address in vmk:
+            p.append(Problem(f"vsphere.workers.rdmaAddresses[{i}]",
+                             f"{v.rdma_address} of VM {v.name} collides with the vmk of host {vmk[v.rdma_address]}"))
+    # One NIC per subnet per VM: management and RDMA NICs must land on different subnets.
+    for v in vms:
+        if v.rdma_address and v.management_address and \
+                ipaddress.IPv4Network(f"{v.management_address}/{rdma_net.prefixlen}", strict=False) == rdma_net:
+            p.append(Problem("vsphere", f"VM {v.name} has two NICs on {rdma_net}; one NIC per subnet"))
+    return p
+
+
+def _sizing_problems(path: str, sizing: Sizing, minimum: dict[str, int], role: str) -> list[Problem]:
+    problems = []
+    for key, attr in (("cpus", "cpus"), ("memoryGb", "memory_gb"), ("diskGb", "disk_gb")):
+        value = getattr(sizing, attr)
+        if value < minimum[key]:
+            problems.append(Problem(f"{path}.{key}",
+                                    f"{value} is below the guide's {role} minimum of {minimum[key]}"))
+    return problems
+
+
+def _address_list_problems(path: str, plan: AddressPlan, count: int, net: ipaddress.IPv4Network,
+                           what: str) -> list[Problem]:
+    problems = []
+    if isinstance(plan, list) and len(plan) != count:
+        problems.append(Problem(path, f"{len(plan)} addresses for {count} {what}s; give exactly one per {what} "
+                                      "or {first: <address>}"))
+    addresses = expand_addresses(plan, count)
+    for i, addr in enumerate(addresses):
+        if addr is None:
+            continue
+        if addr not in net or addr in (net.network_address, net.broadcast_address):
+            where = f"{path}[{i}]" if isinstance(plan, list) else f"{path}.first"
+            problems.append(Problem(where, f"{addr} ({what} {i + 1}) is not a usable host address of {net}"))
+            if not isinstance(plan, list):
+                break
+    for addr in duplicates(addresses):
+        problems.append(Problem(path, f"{addr} is listed more than once; each {what} needs its own address"))
+    return problems

@@ -1,0 +1,157 @@
+"""RoceFabric: the RoCE vDS, its port groups, one PVRDMA vmk per worker host, and the host
+settings PVRDMA and vGPU need that pulumi-vsphere cannot express.
+
+Reference 000: the ConnectX RoCE ports are the vDS uplinks (VMs on different hosts use the
+physical RDMA devices only when those are uplinks of the same vDS), each worker host has a vmk on
+the RDMA network named in `Net.PVRDMAVmknic`, the `pvrdma` firewall ruleset is open (port 28250),
+and the host graphics type is `sharedDirect` so vGPU profiles can be attached.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Sequence
+
+import pulumi
+import pulumi_vsphere as vsphere
+
+from components.switch.hosts import nmlx5_module_options
+from components.vsphere.config import PlannedHost, VsphereConfig
+from components.vsphere.dynamic import (
+    HostAdvancedOption,
+    HostFirewallRuleset,
+    HostGraphicsType,
+    HostModuleOptions,
+    VcenterConnection,
+)
+
+PVRDMA_VMKNIC_OPTION = "Net.PVRDMAVmknic"
+PVRDMA_RULESET = "pvrdma"
+VGPU_GRAPHICS_TYPE = "sharedDirect"
+CONNECTX_MODULE = "nmlx5_core"
+
+
+@dataclass(frozen=True)
+class RoceFabricArgs:
+    vsphere: VsphereConfig
+    hosts: Sequence[PlannedHost]
+    """Worker hosts with their RDMA uplinks and vmk address (LabConfig.hosts())."""
+    vcenter: VcenterConnection
+
+
+def uplink_names(count: int) -> list[str]:
+    """vDS uplink port names, one per RDMA port a host contributes."""
+    return [f"rdma-uplink{i + 1}" for i in range(count)]
+
+
+def vmk_device(vnic_id: str) -> str:
+    """pulumi-vsphere ids a vmk as '<host id>_<device>'; the device is what PVRDMA wants."""
+    return vnic_id.rsplit("_", 1)[-1]
+
+
+class RoceFabric(pulumi.ComponentResource):
+    """The vSphere side of the RoCE network for PVRDMA."""
+
+    dvs: vsphere.DistributedVirtualSwitch
+    rdma_port_group: vsphere.DistributedPortGroup
+    management_port_group: vsphere.DistributedPortGroup
+    host_summary: pulumi.Output[dict]
+    """Per worker host: its vmk device and address on the RDMA network."""
+
+    def __init__(self, name: str, args: RoceFabricArgs, opts: pulumi.ResourceOptions | None = None):
+        vs = args.vsphere
+        rdma = vs.networks.rdma
+        super().__init__("gpu-lab:vsphere:RoceFabric", name, {
+            "vdsName": vs.vds.name,
+            "rdmaMtu": rdma.mtu,
+            "rdmaCidr": rdma.cidr,
+            "pfcPriority": rdma.pfc_priority,
+            "trust": rdma.trust,
+            "hosts": [{"name": h.name, "rdmaUplinks": list(h.rdma_uplinks), "vmkAddress": h.vmk_address}
+                      for h in args.hosts],
+        }, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=pulumi.InvokeOptions(parent=self))
+        host_ids = {
+            h.name: vsphere.get_host_output(name=h.name, datacenter_id=datacenter.id,
+                                            opts=pulumi.InvokeOptions(parent=self)).id
+            for h in args.hosts
+        }
+        uplinks = uplink_names(len(args.hosts[0].rdma_uplinks))
+
+        # LACP stays off and every RDMA port is an uplink of its own: RoCE wants one path per
+        # flow and one NIC per subnet (reference 001), and PVRDMA uses the uplinks directly.
+        self.dvs = vsphere.DistributedVirtualSwitch(
+            f"{name}-vds",
+            name=vs.vds.name,
+            datacenter_id=datacenter.id,
+            version=vs.vds.version,
+            max_mtu=vs.vds.mtu,
+            uplinks=uplinks,
+            active_uplinks=uplinks,
+            standby_uplinks=[],
+            lacp_enabled=False,
+            link_discovery_protocol="lldp",
+            link_discovery_operation="both",
+            hosts=[
+                vsphere.DistributedVirtualSwitchHostArgs(host_system_id=host_ids[h.name], devices=list(h.rdma_uplinks))
+                for h in args.hosts
+            ],
+            opts=child,
+        )
+        self.rdma_port_group = vsphere.DistributedPortGroup(
+            f"{name}-rdma-pg",
+            name=rdma.port_group,
+            distributed_virtual_switch_uuid=self.dvs.id,
+            vlan_id=rdma.vlan,
+            active_uplinks=uplinks,
+            standby_uplinks=[],
+            opts=child,
+        )
+        management = vs.networks.management
+        self.management_port_group = vsphere.DistributedPortGroup(
+            f"{name}-management-pg",
+            name=management.port_group,
+            distributed_virtual_switch_uuid=self.dvs.id,
+            vlan_id=management.vlan,
+            active_uplinks=uplinks,
+            standby_uplinks=[],
+            opts=child,
+        )
+
+        netmask = str(ipaddress.IPv4Network(rdma.cidr).netmask)
+        module_options = nmlx5_module_options(rdma.pfc_priority, rdma.trust)
+        summary: dict[str, pulumi.Output] = {}
+        for h in args.hosts:
+            host_opts = pulumi.ResourceOptions(parent=self)
+            vnic = vsphere.Vnic(
+                f"{name}-{h.name}-vmk",
+                host=host_ids[h.name],
+                distributed_switch_port=self.dvs.id,
+                distributed_port_group=self.rdma_port_group.id,
+                ipv4=vsphere.VnicIpv4Args(ip=h.vmk_address, netmask=netmask),
+                mtu=rdma.mtu,
+                netstack="defaultTcpipStack",
+                opts=host_opts,
+            )
+            device = vnic.id.apply(vmk_device)
+            HostAdvancedOption(f"{name}-{h.name}-pvrdma-vmknic", args.vcenter, h.name,
+                               PVRDMA_VMKNIC_OPTION, device, opts=host_opts)
+            HostFirewallRuleset(f"{name}-{h.name}-pvrdma-ruleset", args.vcenter, h.name,
+                                PVRDMA_RULESET, True, opts=host_opts)
+            HostGraphicsType(f"{name}-{h.name}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE, opts=host_opts)
+            # The ConnectX ports must send RoCE on the priority the switches protect (issue 4).
+            HostModuleOptions(f"{name}-{h.name}-connectx-qos", args.vcenter, h.name,
+                              CONNECTX_MODULE, module_options, opts=host_opts)
+            summary[h.name] = pulumi.Output.all(device=device, address=h.vmk_address).apply(
+                lambda v: {"vmk": v["device"], "address": v["address"]})
+
+        self.host_summary = pulumi.Output.all(**summary) if summary else pulumi.Output.from_input({})
+        self.register_outputs({
+            "dvsId": self.dvs.id,
+            "rdmaPortGroupId": self.rdma_port_group.id,
+            "managementPortGroupId": self.management_port_group.id,
+            "hosts": self.host_summary,
+        })

@@ -1,0 +1,191 @@
+"""LabVms: control-plane, bootstrap and vGPU worker VMs cloned from a template.
+
+Every VM gets a vmxnet3 management NIC. Workers also get a PVRDMA (`vrdma`) NIC on the RDMA
+port group with their planned address, memory fully reserved (a vGPU VM does not power on
+otherwise), the vGPU profile (pyvmomi: a PCI passthrough device with a vmiop backing), and are
+spread over the worker hosts by DRS anti-affinity rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import pulumi
+import pulumi_vsphere as vsphere
+
+from components.secrets import LabSecrets
+from components.vsphere.config import PlannedVm, VsphereConfig
+from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
+from components.vsphere.fabric import RoceFabric
+
+MANAGEMENT_ADAPTER = "vmxnet3"
+PVRDMA_ADAPTER = "vrdma"
+
+
+def vcenter_connection(vsphere_config: pulumi.Config, secrets: LabSecrets) -> VcenterConnection:
+    """The pyvmomi providers talk to the same vCenter as the vSphere provider."""
+    return VcenterConnection(
+        server=vsphere_config.require("vsphereServer"),
+        user=vsphere_config.require("user"),
+        password=secrets.require("vcenter_password", "the pyvmomi providers log in to vCenter"),
+        insecure=(vsphere_config.get_bool("allowUnverifiedSsl") or False),
+    )
+
+
+@dataclass(frozen=True)
+class LabVmsArgs:
+    vsphere: VsphereConfig
+    vms: Sequence[PlannedVm]
+    """Every VM to create (LabConfig.vms())."""
+    fabric: RoceFabric
+    vcenter: VcenterConnection
+    extra_config: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
+    """VM name -> guestinfo keys (ignition from OpenShift); such VMs are not customized."""
+
+
+def spread_groups(worker_names: Sequence[str], host_count: int) -> list[list[str]]:
+    """Split workers into anti-affinity groups no larger than the number of worker hosts,
+    so each rule can be satisfied; groups of one need no rule."""
+    groups = [list(worker_names[i:i + host_count]) for i in range(0, len(worker_names), host_count)]
+    return [g for g in groups if len(g) > 1]
+
+
+def cloud_init_extra_config(user_data: str) -> dict[str, str]:
+    return {
+        "guestinfo.userdata": base64.b64encode(user_data.encode()).decode(),
+        "guestinfo.userdata.encoding": "base64",
+    }
+
+
+class LabVms(pulumi.ComponentResource):
+    machines: dict[str, vsphere.VirtualMachine]
+    vm_summary: pulumi.Output[dict]
+    """Per VM: role, host, management and RDMA addresses, vGPU profile."""
+
+    def __init__(self, name: str, args: LabVmsArgs, opts: pulumi.ResourceOptions | None = None):
+        vs = args.vsphere
+        rdma_net = ipaddress.IPv4Network(vs.networks.rdma.cidr)
+        super().__init__("gpu-lab:vsphere:LabVms", name, {"vms": [_intent(vm, vs) for vm in args.vms]}, opts)
+        invoke = pulumi.InvokeOptions(parent=self)
+
+        datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=invoke)
+        cluster = vsphere.get_compute_cluster_output(name=vs.cluster, datacenter_id=datacenter.id, opts=invoke)
+        template = vsphere.get_virtual_machine_output(name=vs.template, datacenter_id=datacenter.id, opts=invoke)
+        datastore = vsphere.get_datastore_output(name=vs.datastore, datacenter_id=datacenter.id, opts=invoke)
+        management_datastore = datastore if not vs.management_datastore else vsphere.get_datastore_output(
+            name=vs.management_datastore, datacenter_id=datacenter.id, opts=invoke)
+        management_host = vsphere.get_host_output(name=vs.management_host, datacenter_id=datacenter.id, opts=invoke)
+        management_host_network = vsphere.get_network_output(
+            name=vs.networks.management.management_host_network, datacenter_id=datacenter.id, opts=invoke)
+        host_ids = {
+            h.name: vsphere.get_host_output(name=h.name, datacenter_id=datacenter.id, opts=invoke).id
+            for h in vs.worker_hosts
+        }
+
+        self.machines = {}
+        summary: dict[str, pulumi.Output] = {}
+        for vm in args.vms:
+            on_management_host = vm.role != "worker"
+            nics = [vsphere.VirtualMachineNetworkInterfaceArgs(
+                network_id=management_host_network.id if on_management_host else args.fabric.management_port_group.id,
+                adapter_type=MANAGEMENT_ADAPTER,
+                use_static_mac=vm.mac is not None,
+                mac_address=vm.mac,
+            )]
+            if vm.rdma_address:
+                nics.append(vsphere.VirtualMachineNetworkInterfaceArgs(
+                    network_id=args.fabric.rdma_port_group.id, adapter_type=PVRDMA_ADAPTER))
+
+            extra = args.extra_config.get(vm.name)
+            if extra is None and vm.role == "worker" and vs.workers.cloud_init_user_data:
+                extra = cloud_init_extra_config(vs.workers.cloud_init_user_data)
+            elif extra is None and vm.role == "control-plane" and vs.control_plane.cloud_init_user_data:
+                extra = cloud_init_extra_config(vs.control_plane.cloud_init_user_data)
+            # Guests that configure themselves (ignition, cloud-init) must not be customized.
+            customize = None if extra is not None else _customization(vm, vs.domain, rdma_net.prefixlen)
+
+            memory_mb = vm.memory_gb * 1024
+            machine = vsphere.VirtualMachine(
+                f"{name}-{vm.name}",
+                name=vm.name,
+                resource_pool_id=management_host.resource_pool_id if on_management_host else cluster.resource_pool_id,
+                host_system_id=management_host.id if on_management_host else host_ids[vm.host],
+                datastore_id=(management_datastore if on_management_host else datastore).id,
+                folder=vs.folder,
+                num_cpus=vm.cpus,
+                memory=memory_mb,
+                # vGPU VMs do not power on without all guest memory reserved.
+                memory_reservation=memory_mb if vm.vgpu_profile else None,
+                memory_reservation_locked_to_max=True if vm.vgpu_profile else None,
+                hardware_version=vs.hardware_version,
+                guest_id=template.guest_id,
+                scsi_type=template.scsi_type,
+                firmware=template.firmware,
+                enable_disk_uuid=True,
+                network_interfaces=nics,
+                disks=[vsphere.VirtualMachineDiskArgs(label="disk0", size=vm.disk_gb, thin_provisioned=True)],
+                clone=vsphere.VirtualMachineCloneArgs(template_uuid=template.id, customize=customize),
+                extra_config=extra,
+                # Ignition guests have no tools answering during the install; do not wait on them.
+                wait_for_guest_net_timeout=0,
+                wait_for_guest_ip_timeout=0,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.machines[vm.name] = machine
+            if vm.vgpu_profile:
+                VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
+                              opts=pulumi.ResourceOptions(parent=self))
+            summary[vm.name] = pulumi.Output.from_input({
+                "role": vm.role,
+                "host": vm.host,
+                "managementAddress": vm.management_address,
+                "rdmaAddress": vm.rdma_address,
+                "vgpuProfile": vm.vgpu_profile,
+            })
+
+        workers = [vm.name for vm in args.vms if vm.role == "worker"]
+        for i, group in enumerate(spread_groups(workers, len(vs.worker_hosts))):
+            rule = f"{name}-workers-spread-{i + 1}"
+            vsphere.ComputeClusterVmAntiAffinityRule(
+                rule,
+                name=rule,
+                compute_cluster_id=cluster.id,
+                virtual_machine_ids=[self.machines[w].id for w in group],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+
+        self.vm_summary = pulumi.Output.all(**summary) if summary else pulumi.Output.from_input({})
+        self.register_outputs({"vms": self.vm_summary})
+
+
+def _customization(vm: PlannedVm, domain: str, rdma_prefix: int) -> vsphere.VirtualMachineCloneCustomizeArgs:
+    """Guest customization for templates without ignition/cloud-init: DHCP (reserved) on the
+    management NIC, the planned static address on the PVRDMA NIC."""
+    nics = [vsphere.VirtualMachineCloneCustomizeNetworkInterfaceArgs()]
+    if vm.rdma_address:
+        nics.append(vsphere.VirtualMachineCloneCustomizeNetworkInterfaceArgs(
+            ipv4_address=vm.rdma_address, ipv4_netmask=rdma_prefix))
+    return vsphere.VirtualMachineCloneCustomizeArgs(
+        linux_options=vsphere.VirtualMachineCloneCustomizeLinuxOptionsArgs(host_name=vm.name, domain=domain),
+        network_interfaces=nics,
+    )
+
+
+def _intent(vm: PlannedVm, vs: VsphereConfig) -> dict:
+    """What the policy pack reads about a VM (docs/resource-contract.md)."""
+    management_subnet = vs.networks.management.vm_cidr
+    nics = [{"network": vs.networks.management.management_host_network if vm.role != "worker"
+             else vs.networks.management.port_group,
+             "adapterType": MANAGEMENT_ADAPTER, "subnet": management_subnet}]
+    if vm.rdma_address:
+        nics.append({"network": vs.networks.rdma.port_group, "adapterType": PVRDMA_ADAPTER,
+                     "subnet": vs.networks.rdma.cidr})
+    return {
+        "name": vm.name, "role": vm.role, "host": vm.host, "cpus": vm.cpus, "memoryGb": vm.memory_gb,
+        "diskGb": vm.disk_gb, "managementAddress": vm.management_address, "rdmaAddress": vm.rdma_address,
+        "vgpuProfile": vm.vgpu_profile, "nics": nics,
+    }

@@ -1,0 +1,209 @@
+"""Every vSphere configuration rule, passing and failing, with the message checked."""
+
+import copy
+
+import pytest
+
+from components.config import load_lab
+from components.model import ConfigError
+
+
+def problems(sections) -> list[str]:
+    try:
+        load_lab(sections)
+    except ConfigError as err:
+        return [str(p) for p in err.problems]
+    return []
+
+
+def only(sections, fragment: str) -> str:
+    found = problems(sections)
+    assert len(found) == 1, found
+    assert fragment in found[0], found[0]
+    return found[0]
+
+
+def test_the_lab_stack_is_valid_and_matches_the_guide(lab_sections):
+    lab = load_lab(lab_sections)
+    hosts = lab.hosts()
+    assert [h.name for h in hosts] == ["sc2esx24", "sc2esx25", "sc2esx26", "sc2esx27"]
+    assert [h.vmk_address for h in hosts] == [f"192.168.0.{n}" for n in (24, 25, 26, 27)]
+    workers = [v for v in lab.vms() if v.role == "worker"]
+    assert [(v.name, v.rdma_address) for v in workers] == [
+        (f"sckubw0{i}", f"192.168.0.5{i}") for i in (1, 2, 3, 4)]
+    assert {(v.cpus, v.memory_gb, v.disk_gb) for v in workers} == {(4, 24, 50)}
+    assert [v.host for v in workers] == ["sc2esx24", "sc2esx25", "sc2esx26", "sc2esx27"]
+    assert lab.vsphere.management_host == "sc2esx21"
+
+
+def test_listed_addresses_equal_derived_ones(lab_sections):
+    listed = copy.deepcopy(lab_sections)
+    listed["vsphere"]["workers"]["rdmaAddresses"] = [f"192.168.0.5{i}" for i in (1, 2, 3, 4)]
+    assert [v.rdma_address for v in load_lab(listed).vms()] == [v.rdma_address for v in load_lab(lab_sections).vms()]
+
+
+def test_address_outside_its_subnet(lab_sections):
+    lab_sections["vsphere"]["workers"]["rdmaAddresses"] = ["192.168.0.51", "192.168.0.52", "192.168.1.53", "192.168.0.54"]
+    msg = only(lab_sections, "vsphere.workers.rdmaAddresses[2]")
+    assert "192.168.1.53" in msg and "not a usable host address of 192.168.0.0/24" in msg
+
+
+def test_derived_addresses_running_past_the_subnet(lab_sections):
+    lab_sections["vsphere"]["vmkAddresses"] = {"first": "192.168.0.253"}
+    msg = only(lab_sections, "vsphere.vmkAddresses.first")
+    assert "192.168.0.255" in msg
+
+
+def test_duplicate_addresses(lab_sections):
+    lab_sections["vsphere"]["workers"]["rdmaAddresses"] = ["192.168.0.51", "192.168.0.52", "192.168.0.52", "192.168.0.54"]
+    msg = only(lab_sections, "vsphere.workers.rdmaAddresses")
+    assert "192.168.0.52 is listed more than once" in msg
+
+
+def test_wrong_number_of_listed_addresses(lab_sections):
+    lab_sections["vsphere"]["workers"]["rdmaAddresses"] = ["192.168.0.51"]
+    msg = only(lab_sections, "vsphere.workers.rdmaAddresses")
+    assert "1 addresses for 4 workers" in msg
+
+
+def test_duplicate_names(lab_sections):
+    lab_sections["vsphere"]["workers"]["names"][3] = "sckubm01"
+    msg = only(lab_sections, "name 'sckubm01' is used by more than one host or VM")
+    assert msg.startswith("vsphere:")
+
+
+def test_duplicate_host_names(lab_sections):
+    lab_sections["vsphere"]["workerHosts"][1]["name"] = "sc2esx24"
+    found = problems(lab_sections)
+    assert any("host name 'sc2esx24' appears more than once" in p for p in found), found
+
+
+def test_duplicate_macs(lab_sections):
+    lab_sections["vsphere"]["workers"]["macs"] = ["00:50:56:00:00:01", "00:50:56:00:00:02",
+                                                  "00:50:56:00:00:01", "00:50:56:00:00:04"]
+    only(lab_sections, "MAC 00:50:56:00:00:01 is given to more than one VM")
+
+
+def test_malformed_mac_is_a_structural_error(lab_sections):
+    lab_sections["vsphere"]["workers"]["macs"] = ["00:50:56:00:00:01", "00:50:56:zz:00:01",
+                                                  "00:50:56:00:00:03", "00:50:56:00:00:04"]
+    msg = only(lab_sections, "vsphere.workers.macs[1]")
+    assert "is not a MAC address" in msg
+
+
+def test_two_nics_of_one_vm_on_the_same_subnet(lab_sections):
+    lab_sections["vsphere"]["networks"]["management"]["vmCidr"] = "192.168.0.0/24"
+    lab_sections["vsphere"]["workers"]["managementAddresses"] = {"first": "192.168.0.151"}
+    lab_sections["vsphere"]["controlPlane"]["managementAddresses"] = {"first": "192.168.0.111"}
+    lab_sections["vsphere"]["bootstrap"]["managementAddress"] = "192.168.0.110"
+    found = problems(lab_sections)
+    assert "vsphere.networks.management.vmCidr: 192.168.0.0/24 overlaps the RDMA network 192.168.0.0/24; " \
+           "each NIC needs its own subnet" in found
+    assert "vsphere: VM sckubw01 has two NICs on 192.168.0.0/24; one NIC per subnet" in found
+
+
+def test_vmk_address_colliding_with_a_vm(lab_sections):
+    lab_sections["vsphere"]["vmkAddresses"] = ["192.168.0.24", "192.168.0.25", "192.168.0.53", "192.168.0.27"]
+    msg = only(lab_sections, "vsphere.workers.rdmaAddresses[2]")
+    assert "192.168.0.53 of VM sckubw03 collides with the vmk of host sc2esx26" in msg
+
+
+@pytest.mark.parametrize("key", ["networks.rdma.mtu", "vds.mtu"])
+def test_mtu_below_9000_on_the_rdma_network(lab_sections, key):
+    section, field = key.rsplit(".", 1)
+    node = lab_sections["vsphere"]
+    for part in section.split("."):
+        node = node[part]
+    node[field] = 1500
+    found = problems(lab_sections)
+    assert any(p.startswith(f"vsphere.{key}: 1500 is below 9000") for p in found), found
+
+
+def test_jumbo_mtu_above_9000_passes(lab_sections):
+    lab_sections["vsphere"]["networks"]["rdma"]["mtu"] = 9000
+    lab_sections["vsphere"]["vds"]["mtu"] = 9216
+    assert problems(lab_sections) == []
+
+
+def test_lacp_on_rdma_uplinks(lab_sections):
+    lab_sections["vsphere"]["vds"]["lacp"] = True
+    msg = only(lab_sections, "vsphere.vds.lacp")
+    assert "LACP is not allowed on RDMA uplinks" in msg and "set false" in msg
+
+
+@pytest.mark.parametrize("group,field,value,minimum", [
+    ("workers", "cpus", 2, 4),
+    ("workers", "memoryGb", 16, 24),
+    ("workers", "diskGb", 40, 50),
+    ("controlPlane", "cpus", 2, 4),
+    ("controlPlane", "memoryGb", 8, 16),
+    ("controlPlane", "diskGb", 20, 50),
+])
+def test_sizing_below_the_guide(lab_sections, group, field, value, minimum):
+    lab_sections["vsphere"][group]["sizing"][field] = value
+    msg = only(lab_sections, f"vsphere.{group}.sizing.{field}")
+    assert f"{value} is below the guide's" in msg and f"minimum of {minimum}" in msg
+
+
+def test_larger_sizing_passes(lab_sections):
+    lab_sections["vsphere"]["workers"]["sizing"] = {"cpus": 16, "memoryGb": 128, "diskGb": 200}
+    assert problems(lab_sections) == []
+
+
+@pytest.mark.parametrize("profile", ["v100-16c", "grid_v100-16", "grid_v100-16x", "GRID_V100-16C"])
+def test_malformed_vgpu_profile(lab_sections, profile):
+    lab_sections["vsphere"]["workers"]["vgpuProfile"] = profile
+    msg = only(lab_sections, "vsphere.workers.vgpuProfile")
+    assert "is not a vGPU profile" in msg and "grid_v100-16c" in msg
+
+
+@pytest.mark.parametrize("profile", ["grid_v100-16c", "grid_a100-3-20c", "nvidia_l40s-24c", "grid_t4-8q"])
+def test_well_formed_vgpu_profiles(lab_sections, profile):
+    lab_sections["vsphere"]["workers"]["vgpuProfile"] = profile
+    assert problems(lab_sections) == []
+
+
+def test_hosts_that_differ_in_their_rdma_uplink_layout(lab_sections):
+    lab_sections["vsphere"]["workerHosts"][2]["rdmaUplinks"] = ["vmnic5"]
+    msg = only(lab_sections, "vsphere.workerHosts[2].rdmaUplinks")
+    assert "differs from sc2esx24's ['vmnic4']" in msg and "same RDMA uplink layout" in msg
+
+
+def test_hardware_version_too_old_for_pvrdma(lab_sections):
+    lab_sections["vsphere"]["hardwareVersion"] = 11
+    only(lab_sections, "vsphere.hardwareVersion: 11 is too old: PVRDMA needs virtual hardware 13 or later")
+
+
+def test_vds_version_too_old_for_pvrdma(lab_sections):
+    lab_sections["vsphere"]["vds"]["version"] = "6.0.0"
+    only(lab_sections, "vsphere.vds.version: 6.0.0: PVRDMA needs a vDS of version 6.5.0 or later")
+
+
+def test_unknown_keys_and_bad_types_are_reported_together(lab_sections):
+    lab_sections["vsphere"]["workers"]["sizng"] = {}
+    lab_sections["vsphere"]["networks"]["rdma"]["cidr"] = "192.168.0.1/24"
+    lab_sections["vsphere"]["vmkAddresses"] = {"first": "not-an-ip"}
+    found = problems(lab_sections)
+    assert any(p.startswith("vsphere.workers.sizng: unknown key") for p in found), found
+    assert any(p.startswith("vsphere.networks.rdma.cidr:") and "not an IPv4 network" in p for p in found), found
+    assert any(p.startswith("vsphere.vmkAddresses.first:") for p in found), found
+
+
+def test_every_rule_problem_is_reported_at_once(lab_sections):
+    vs = lab_sections["vsphere"]
+    vs["vds"]["lacp"] = True
+    vs["networks"]["rdma"]["mtu"] = 1500
+    vs["workers"]["sizing"]["cpus"] = 1
+    vs["workerHosts"][1]["rdmaUplinks"] = ["vmnic7"]
+    with pytest.raises(ConfigError) as err:
+        load_lab(lab_sections)
+    paths = {p.path for p in err.value.problems}
+    assert {"vsphere.vds.lacp", "vsphere.networks.rdma.mtu", "vsphere.workers.sizing.cpus",
+            "vsphere.workerHosts[1].rdmaUplinks"} <= paths
+    assert str(err.value).startswith(f"{len(err.value.problems)} problem(s) in the lab configuration:")
+
+
+def test_unknown_section(lab_sections):
+    lab_sections["vsphre"] = {}
+    msg = only(lab_sections, "vsphre: unknown section; allowed: vsphere, openshift, switches, addons")
+    assert msg

@@ -1,0 +1,1 @@
+"""Offline tooling: run the program under Pulumi mocks (plan, render, bench)."""

@@ -1,0 +1,284 @@
+"""Run the Pulumi program offline under `pulumi.runtime.set_mocks` and record what it registers.
+
+This is what `make plan`, `make render`, `make bench` and the program-level tests share. The
+mocks answer the vSphere look-ups (datacenter, hosts, template, ...) with made-up ids and give
+every resource plausible computed outputs, so the whole program runs with no vCenter, no
+cluster and no credentials: every secret key is given a placeholder value that stays marked secret.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+from pulumi.runtime.settings import SETTINGS, get_root_resource
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = "gpu-lab"
+PLACEHOLDER = "<redacted>"
+
+
+@dataclass
+class Recorded:
+    """One registered resource as the engine would see it."""
+
+    type: str
+    name: str
+    urn: str
+    parent_urn: str
+    custom: bool
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parent_name(self) -> Optional[str]:
+        if not self.parent_urn or self.parent_urn.endswith(f"pulumi:pulumi:Stack::{PROJECT}-" + self.urn.split("::")[1]):
+            return None
+        return self.parent_urn.rsplit("::", 1)[-1]
+
+    def plain(self) -> dict[str, Any]:
+        """Inputs with secret wrappers removed (for assertions in tests)."""
+        return unwrap_secrets(self.inputs)
+
+    def redacted(self) -> dict[str, Any]:
+        """Inputs with every secret replaced by a marker (for files people read)."""
+        return redact_secrets(self.inputs)
+
+    def secret_paths(self) -> list[str]:
+        return list(_secret_paths(self.inputs, ""))
+
+
+@dataclass
+class Run:
+    resources: list[Recorded]
+    outputs: dict[str, Any]
+    stack: str
+
+    def of_type(self, type_token: str) -> list[Recorded]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def named(self, name: str) -> Recorded:
+        matches = [r for r in self.resources if r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources named {name!r}")
+        return matches[0]
+
+    def by_urn(self, urn: str) -> Recorded:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def children_of(self, name: str) -> list[Recorded]:
+        parent = self.named(name)
+        return [r for r in self.resources if r.parent_urn == parent.urn]
+
+
+# ---------------------------------------------------------------- secrets in recorded inputs
+
+
+def unwrap_secrets(value: Any) -> Any:
+    if rpc.is_rpc_secret(value):
+        return unwrap_secrets(value["value"])
+    if isinstance(value, dict):
+        return {k: unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap_secrets(v) for v in value]
+    return value
+
+
+def redact_secrets(value: Any) -> Any:
+    if rpc.is_rpc_secret(value):
+        return "[secret]"
+    if isinstance(value, dict):
+        return {k: redact_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_secrets(v) for v in value]
+    return value
+
+
+def _secret_paths(value: Any, path: str):
+    if rpc.is_rpc_secret(value):
+        yield path
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _secret_paths(v, f"{path}.{k}" if path else k)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _secret_paths(v, f"{path}[{i}]")
+
+
+# ---------------------------------------------------------------- mocks
+
+
+class LabMocks(pulumi.runtime.Mocks):
+    """Plausible ids and computed outputs for the providers the program uses."""
+
+    def __init__(self) -> None:
+        self.counter = 0
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.counter += 1
+        outputs = dict(args.inputs)
+        kind = args.typ
+        if kind == "vsphere:index/virtualMachine:VirtualMachine":
+            outputs.setdefault("moid", f"vm-{self.counter}")
+            outputs.setdefault("uuid", f"4213{self.counter:04d}-0000-0000-0000-000000000000")
+        elif kind == "vsphere:index/vnic:Vnic":
+            # pulumi-vsphere ids a vmk as "<host id>_<device>"; the device is vSphere's choice.
+            return f"{args.inputs.get('host', 'host')}_vmk1", outputs
+        elif kind == "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch":
+            outputs.setdefault("configVersion", "1")
+            outputs.setdefault("uuid", f"50 1a {self.counter:02x} 00")
+        elif kind == "vsphere:index/distributedPortGroup:DistributedPortGroup":
+            outputs.setdefault("key", f"dvportgroup-{self.counter}")
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        token, a = args.token, args.args
+        if token == "vsphere:index/getDatacenter:getDatacenter":
+            return {"id": f"datacenter-{a.get('name')}", "name": a.get("name")}
+        if token == "vsphere:index/getHost:getHost":
+            return {"id": f"host-{a.get('name')}", "name": a.get("name"), "resourcePoolId": f"resgroup-{a.get('name')}"}
+        if token == "vsphere:index/getComputeCluster:getComputeCluster":
+            return {"id": f"domain-c-{a.get('name')}", "name": a.get("name"), "resourcePoolId": "resgroup-cluster"}
+        if token == "vsphere:index/getDatastore:getDatastore":
+            return {"id": f"datastore-{a.get('name')}", "name": a.get("name")}
+        if token == "vsphere:index/getNetwork:getNetwork":
+            return {"id": f"network-{a.get('name')}", "name": a.get("name"), "type": "Network"}
+        if token == "vsphere:index/getVirtualMachine:getVirtualMachine":
+            return {
+                "id": f"4213abcd-template-{a.get('name')}",
+                "name": a.get("name"),
+                "guestId": "rhel8_64Guest",
+                "scsiType": "pvscsi",
+                "firmware": "efi",
+                "networkInterfaceTypes": ["vmxnet3"],
+                "disks": [{"size": 50, "eagerlyScrub": False, "thinProvisioned": True, "label": "disk0", "unitNumber": 0}],
+            }
+        return {}
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """MockMonitor that also keeps each registration's parent and custom flag."""
+
+    def __init__(self, mocks: LabMocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[Recorded] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = rpc.deserialize_properties(request.object)
+            self.recorded.append(Recorded(
+                type=request.type, name=request.name, urn=response.urn, parent_urn=request.parent,
+                custom=bool(request.custom), inputs=inputs,
+            ))
+        return response
+
+
+# ---------------------------------------------------------------- stack config
+
+
+def stack_file(stack: str) -> Path:
+    return REPO / f"Pulumi.{stack}.yaml"
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """The `config:` block of Pulumi.<stack>.yaml ({"ns:key": value})."""
+    path = stack_file(stack)
+    if not path.exists():
+        raise FileNotFoundError(f"no stack file {path.name}; stacks here: "
+                                + ", ".join(p.name[7:-5] for p in sorted(REPO.glob("Pulumi.*.yaml"))))
+    data = yaml.safe_load(path.read_text()) or {}
+    return dict(data.get("config") or {})
+
+
+def placeholder_secrets(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A placeholder for every secret key, so the program runs without credentials."""
+    from components.secrets import SECRET_KEYS
+
+    values: dict[str, Any] = {}
+    for _, namespace, key, is_object in SECRET_KEYS:
+        if is_object:  # switchPasswords: one entry per configured switch
+            switches = config.get(f"{PROJECT}:switches") or []
+            values[f"{namespace}:{key}"] = {s.get("name"): PLACEHOLDER for s in switches if isinstance(s, dict)}
+        else:
+            values[f"{namespace}:{key}"] = PLACEHOLDER
+    return values
+
+
+def run_program(
+    config: Mapping[str, Any],
+    *,
+    stack: str = "lab",
+    secrets: Optional[Mapping[str, Any]] = None,
+    preview: bool = False,
+) -> Run:
+    """Run __main__.py's main() under mocks with the given config; return what it registered.
+
+    `config` maps "namespace:key" to values (objects allowed) as in a stack file. `secrets`
+    maps secret keys to values; by default every secret key gets a placeholder. Entries of
+    `secrets` set to None are left unset (to test missing-secret errors).
+    """
+    if secrets is None:
+        secrets = placeholder_secrets(config)
+    all_config: dict[str, str] = {}
+    for key, value in {**{k: v for k, v in config.items() if not _is_secure(v)}, **secrets}.items():
+        if value is None:
+            continue
+        all_config[key] = value if isinstance(value, str) else json.dumps(value)
+    secret_keys = [k for k, v in secrets.items() if v is not None]
+
+    monitor = RecordingMonitor(LabMocks())
+    SETTINGS.rpc_manager.clear()
+    SETTINGS.outputs.clear()
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_all_config(all_config, secret_keys)
+    program = _load_program()
+    _sync_await(run_pulumi_func(program.main))
+
+    outputs = _resolve_stack_outputs()
+    by_urn = {r.urn: r for r in monitor.recorded}
+    for urn, registration in monitor.resources.items():
+        if urn in by_urn:
+            by_urn[urn].outputs = registration.state
+    return Run(resources=monitor.recorded, outputs=outputs, stack=stack)
+
+
+def run_stack(stack: str, **kwargs) -> Run:
+    return run_program(stack_config(stack), stack=stack, **kwargs)
+
+
+def _is_secure(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"secure"}
+
+
+def _load_program():
+    spec = importlib.util.spec_from_file_location("gpu_lab_program", REPO / "__main__.py")
+    module = importlib.util.module_from_spec(spec)
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    spec.loader.exec_module(module)
+    return module
+
+
+def _resolve_stack_outputs() -> dict[str, Any]:
+    root = get_root_resource()
+    raw = dict(getattr(root, "outputs", {}) or {})
+    resolved: dict[str, Any] = {}
+    for key, value in raw.items():
+        output = pulumi.Output.from_input(value)
+        is_secret = _sync_await(output.is_secret())
+        plain = _sync_await(output.future())
+        resolved[key] = "[secret]" if is_secret else plain
+    return resolved
