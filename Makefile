@@ -1,0 +1,38 @@
+# gpu-lab: the commands a user touches. `make help` lists them.
+SHELL := /bin/bash
+STACK ?= lab
+OUT ?= build/$(STACK)
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
+export PATH := $(CURDIR)/.cache/bin:$(PATH)
+
+.PHONY: help setup test plan render bench clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+
+$(VENV)/.installed: requirements.lock
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q --require-hashes -r requirements.lock
+	touch $@
+
+setup: $(VENV)/.installed ## virtualenv with the locked dependencies
+
+test: setup ## the whole test suite (installs the test tools first)
+	bash scripts/install-test-tools.sh
+	$(PYTHON) -m pytest -q
+
+plan: setup ## offline plan under mocks: resource tree, plan.json, policy verdicts (STACK, OUT)
+	$(PYTHON) -m tools.plan --stack $(STACK) --out $(OUT)
+
+render: setup ## every generated file for review, secrets redacted (STACK, OUT)
+	$(PYTHON) -m tools.render --stack $(STACK) --out $(OUT)
+
+bench: setup ## offline plan on generated labs of 4, 64 and 512 workers
+	$(PYTHON) -m tools.bench
+
+clean: ## remove build output
+	rm -rf build
+
+-include mk/*.mk

@@ -1,0 +1,147 @@
+"""The program under Pulumi mocks with Pulumi.lab.yaml: the vSphere half."""
+
+import copy
+
+import pytest
+
+from tools.mockrun import run_program, run_stack
+
+VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
+PORT_GROUP = "vsphere:index/distributedPortGroup:DistributedPortGroup"
+VNIC = "vsphere:index/vnic:Vnic"
+VM = "vsphere:index/virtualMachine:VirtualMachine"
+ANTI_AFFINITY = "vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule"
+DYNAMIC = "pulumi-python:dynamic:Resource"
+WORKER_HOSTS = ["sc2esx24", "sc2esx25", "sc2esx26", "sc2esx27"]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return run_stack("lab")
+
+
+def dynamic_of(run, kind):
+    return [r for r in run.of_type(DYNAMIC) if r.plain().get("kind") == kind]
+
+
+def test_one_vds_with_the_roce_ports_as_its_only_uplinks(lab):
+    (vds,) = lab.of_type(VDS)
+    props = vds.plain()
+    assert vds.parent_name == "roce"
+    assert props["maxMtu"] == 9000
+    assert props["lacpEnabled"] is False
+    assert props["uplinks"] == props["activeUplinks"] == ["rdma-uplink1"]
+    assert props["standbyUplinks"] == []
+    assert [(h["hostSystemId"], h["devices"]) for h in props["hosts"]] == [
+        (f"host-{h}", ["vmnic4"]) for h in WORKER_HOSTS]
+
+
+def test_rdma_and_management_port_groups(lab):
+    groups = {r.plain()["name"]: r.plain() for r in lab.of_type(PORT_GROUP)}
+    assert set(groups) == {"lab-rdma", "lab-management"}
+    assert groups["lab-rdma"]["vlanId"] == 0
+    assert groups["lab-management"]["vlanId"] == 7
+    assert {g["distributedVirtualSwitchUuid"] for g in groups.values()} == {"roce-vds-id"}
+
+
+def test_a_vmk_per_worker_host_on_the_rdma_port_group(lab):
+    vnics = {r.name: r.plain() for r in lab.of_type(VNIC)}
+    assert sorted(vnics) == [f"roce-{h}-vmk" for h in WORKER_HOSTS]
+    for i, host in enumerate(WORKER_HOSTS):
+        v = vnics[f"roce-{host}-vmk"]
+        assert v["host"] == f"host-{host}"
+        assert v["ipv4"] == {"ip": f"192.168.0.{24 + i}", "netmask": "255.255.255.0"}
+        assert v["mtu"] == 9000
+        assert v["distributedPortGroup"] == "roce-rdma-pg-id"
+
+
+@pytest.mark.parametrize("kind,expected", [
+    ("vsphere-host-advanced-option", {"key": "Net.PVRDMAVmknic", "value": "vmk1"}),
+    ("vsphere-host-firewall-ruleset", {"ruleset": "pvrdma", "enabled": True}),
+    ("vsphere-host-graphics", {"graphicsType": "sharedDirect"}),
+    ("vsphere-host-module-options", {"module": "nmlx5_core", "options": "pfctx=0x08 pfcrx=0x08 trust_state=2"}),
+])
+def test_each_worker_host_gets_the_settings_pulumi_vsphere_cannot_express(lab, kind, expected):
+    found = dynamic_of(lab, kind)
+    assert sorted(r.plain()["hostName"] for r in found) == WORKER_HOSTS
+    for r in found:
+        assert r.parent_name == "roce"
+        assert {k: r.plain()[k] for k in expected} == expected
+        assert "password" in r.secret_paths()
+
+
+def test_vms_sizes_nics_and_placement(lab):
+    vms = {r.plain()["name"]: r for r in lab.of_type(VM)}
+    assert sorted(vms) == ["sckubm01", "sckubm02", "sckubm03", "sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    for i, name in enumerate(["sckubw01", "sckubw02", "sckubw03", "sckubw04"]):
+        vm = vms[name].plain()
+        assert vms[name].parent_name == "vms"
+        assert (vm["numCpus"], vm["memory"], vm["disks"][0]["size"]) == (4, 24 * 1024, 50)
+        assert vm["memoryReservation"] == vm["memory"] and vm["memoryReservationLockedToMax"] is True
+        assert vm["hostSystemId"] == f"host-{WORKER_HOSTS[i]}"
+        assert [n["adapterType"] for n in vm["networkInterfaces"]] == ["vmxnet3", "vrdma"]
+        assert vm["networkInterfaces"][1]["networkId"] == "roce-rdma-pg-id"
+        assert vm["clone"]["customize"]["networkInterfaces"][1] == {"ipv4Address": f"192.168.0.5{i + 1}",
+                                                                     "ipv4Netmask": 24}
+        assert vm["hardwareVersion"] >= 13
+    for name in ["sckubm01", "sckubm02", "sckubm03"]:
+        vm = vms[name].plain()
+        assert (vm["numCpus"], vm["memory"], vm["disks"][0]["size"]) == (4, 16 * 1024, 50)
+        assert vm["hostSystemId"] == "host-sc2esx21"
+        assert [n["adapterType"] for n in vm["networkInterfaces"]] == ["vmxnet3"]
+        assert vm["networkInterfaces"][0]["networkId"] == "network-VM Network"
+        assert "memoryReservation" not in vm
+
+
+def test_vgpu_profile_attached_to_each_worker(lab):
+    vgpu = {r.plain()["vmName"]: r for r in dynamic_of(lab, "vsphere-vm-vgpu")}
+    assert sorted(vgpu) == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    assert {r.plain()["profile"] for r in vgpu.values()} == {"grid_v100-16c"}
+    assert all(r.plain()["vmId"].startswith("vm-") for r in vgpu.values())
+
+
+def test_workers_spread_by_one_anti_affinity_rule(lab):
+    (rule,) = lab.of_type(ANTI_AFFINITY)
+    assert sorted(rule.plain()["virtualMachineIds"]) == [f"vms-sckubw0{i}-id" for i in (1, 2, 3, 4)]
+
+
+def test_outputs_per_host_and_per_vm(lab):
+    assert lab.outputs["hosts"]["sc2esx26"] == {"vmk": "vmk1", "address": "192.168.0.26"}
+    assert lab.outputs["vms"]["sckubw02"] == {
+        "role": "worker", "host": "sc2esx25", "managementAddress": "172.16.7.52",
+        "rdmaAddress": "192.168.0.52", "vgpuProfile": "grid_v100-16c"}
+
+
+def test_more_workers_than_hosts_get_satisfiable_rules(lab_config):
+    vs = lab_config["gpu-lab:vsphere"]
+    vs["workers"]["names"] = [f"w{i:02d}" for i in range(10)]
+    run = run_program(lab_config)
+    groups = [sorted(r.plain()["virtualMachineIds"]) for r in run.of_type(ANTI_AFFINITY)]
+    assert sorted(len(g) for g in groups) == [2, 4, 4]  # never more VMs in a rule than hosts
+    hosts = [r.plain()["hostSystemId"] for r in run.of_type(VM) if r.plain()["name"].startswith("w")]
+    assert hosts.count("host-sc2esx24") == 3 and hosts.count("host-sc2esx27") == 2
+
+
+def test_extra_config_skips_guest_customization(lab_config):
+    lab_config["gpu-lab:vsphere"]["workers"]["cloudInitUserData"] = "#cloud-config\nhostname: x\n"
+    run = run_program(lab_config)
+    worker = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == "sckubw01")
+    assert worker["extraConfig"]["guestinfo.userdata.encoding"] == "base64"
+    assert "customize" not in worker["clone"]
+
+
+def test_invalid_config_registers_nothing(lab_config):
+    lab_config["gpu-lab:vsphere"]["vds"]["lacp"] = True
+    with pytest.raises(Exception) as err:
+        run_program(lab_config)
+    assert "vsphere.vds.lacp" in str(err.value)
+
+
+def test_missing_vcenter_password_is_named(lab_config):
+    from tools.mockrun import placeholder_secrets
+    secrets = placeholder_secrets(lab_config)
+    secrets["vsphere:password"] = None
+    with pytest.raises(Exception) as err:
+        run_program(lab_config, secrets=secrets)
+    assert "vsphere:password is not set" in str(err.value)
+    assert "pulumi config set --secret vsphere:password" in str(err.value)

@@ -1,0 +1,98 @@
+"""`make render STACK=lab OUT=dir`: write every generated artifact for review, no credentials needed.
+
+Layout under OUT: plan.json; switch/<switch>.<os>.conf|.revert; openshift/... (install-config
+with the pull secret redacted, dnsmasq, HAProxy, PXE, pointer ignition); kubernetes/*.yaml (every
+Kubernetes object the program registers, secrets redacted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import load_lab
+from tools.mockrun import PROJECT, Run, run_stack, stack_config
+from tools.plan import write_plan
+
+KUBERNETES_PREFIX = "kubernetes:"
+# Registered by pulumi-kubernetes but not Kubernetes objects themselves.
+NOT_OBJECTS = {"kubernetes:helm.sh/v3:Release", "pulumi:providers:kubernetes"}
+
+
+def rendered_sections(stack: str) -> dict[str, str]:
+    config = stack_config(stack)
+    lab = load_lab({k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")})
+    files: dict[str, str] = {}
+    for section in ("openshift", "switch", "addons"):
+        try:
+            module = __import__(f"components.{section}.render", fromlist=["render_files"])
+        except ModuleNotFoundError:
+            continue
+        files.update(module.render_files(lab))
+    return files
+
+
+def kubernetes_manifest(inputs: dict[str, Any], type_token: str) -> dict[str, Any]:
+    """A manifest from a pulumi-kubernetes resource's inputs (apiVersion/kind from the token)."""
+    group_version, kind = type_token[len(KUBERNETES_PREFIX):].rsplit(":", 1)
+    api_version = group_version[len("core/"):] if group_version.startswith("core/") else group_version
+    manifest = {"apiVersion": api_version, "kind": kind}
+    manifest.update({k: v for k, v in inputs.items() if k not in ("apiVersion", "kind") and not k.startswith("__")})
+    return manifest
+
+
+def kubernetes_files(run: Run) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for r in run.resources:
+        if not r.type.startswith(KUBERNETES_PREFIX) or r.type in NOT_OBJECTS:
+            continue
+        manifest = kubernetes_manifest(r.redacted(), r.type)
+        kind = manifest["kind"].lower()
+        name = (manifest.get("metadata") or {}).get("name") or r.name
+        namespace = (manifest.get("metadata") or {}).get("namespace")
+        stem = "-".join(x for x in (kind, namespace, name) if x)
+        files[f"kubernetes/{_safe(stem)}.yaml"] = yaml.safe_dump(manifest, sort_keys=False)
+    return files
+
+
+def _safe(stem: str) -> str:
+    return re.sub(r"[^a-z0-9.-]+", "-", stem.lower())
+
+
+def render(stack: str, out: Path) -> list[Path]:
+    run = run_stack(stack)
+    written = [write_plan(run, out)]
+    for rel, content in {**rendered_sections(stack), **kubernetes_files(run)}.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="lab")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    out = args.out or Path("build") / args.stack
+    try:
+        written = render(args.stack, out)
+    except Exception as err:
+        if type(err).__name__ in ("RunError", "ConfigError") or isinstance(err, FileNotFoundError):
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        raise
+    for path in sorted(written):
+        print(path)
+    print(f"{len(written)} files written under {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
