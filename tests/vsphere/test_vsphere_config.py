@@ -8,6 +8,17 @@ from components.config import load_lab
 from components.model import ConfigError
 
 
+@pytest.fixture
+def lab_sections(lab_sections):
+    """Only the vsphere section: these are its rules (other sections test theirs)."""
+    return {"vsphere": lab_sections["vsphere"]}
+
+
+def test_the_whole_lab_stack_is_valid(lab_config):
+    from tests.conftest import sections_of
+    assert problems(sections_of(lab_config)) == []
+
+
 def problems(sections) -> list[str]:
     try:
         load_lab(sections)

@@ -72,7 +72,11 @@ def test_each_worker_host_gets_the_settings_pulumi_vsphere_cannot_express(lab, k
 
 def test_vms_sizes_nics_and_placement(lab):
     vms = {r.plain()["name"]: r for r in lab.of_type(VM)}
-    assert sorted(vms) == ["sckubm01", "sckubm02", "sckubm03", "sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    assert sorted(vms) == ["sckubbs01", "sckubm01", "sckubm02", "sckubm03",
+                           "sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    bootstrap = vms["sckubbs01"].plain()
+    assert (bootstrap["numCpus"], bootstrap["memory"], bootstrap["disks"][0]["size"]) == (4, 16 * 1024, 100)
+    assert bootstrap["hostSystemId"] == "host-sc2esx21"
     for i, name in enumerate(["sckubw01", "sckubw02", "sckubw03", "sckubw04"]):
         vm = vms[name].plain()
         assert vms[name].parent_name == "vms"
@@ -81,8 +85,11 @@ def test_vms_sizes_nics_and_placement(lab):
         assert vm["hostSystemId"] == f"host-{WORKER_HOSTS[i]}"
         assert [n["adapterType"] for n in vm["networkInterfaces"]] == ["vmxnet3", "vrdma"]
         assert vm["networkInterfaces"][1]["networkId"] == "roce-rdma-pg-id"
-        assert vm["clone"]["customize"]["networkInterfaces"][1] == {"ipv4Address": f"192.168.0.5{i + 1}",
-                                                                     "ipv4Netmask": 24}
+        # OpenShift guests configure themselves from ignition: no customization, static
+        # addresses (the RDMA one included) as kernel arguments, all of it secret.
+        assert "customize" not in vm["clone"]
+        assert f"ip=192.168.0.5{i + 1}:" in vm["extraConfig"]["guestinfo.afterburn.initrd.network-kargs"]
+        assert "extraConfig" in vms[name].secret_paths()
         assert vm["hardwareVersion"] >= 13
     for name in ["sckubm01", "sckubm02", "sckubm03"]:
         vm = vms[name].plain()
@@ -112,17 +119,38 @@ def test_outputs_per_host_and_per_vm(lab):
         "rdmaAddress": "192.168.0.52", "vgpuProfile": "grid_v100-16c"}
 
 
-def test_more_workers_than_hosts_get_satisfiable_rules(lab_config):
+@pytest.fixture
+def vsphere_config(lab_config):
+    """The lab stack without the sections that reference VMs by name."""
+    return {k: v for k, v in lab_config.items() if k not in ("gpu-lab:openshift", "gpu-lab:addons")}
+
+
+def test_more_workers_than_hosts_get_satisfiable_rules(vsphere_config):
+    lab_config = vsphere_config
     vs = lab_config["gpu-lab:vsphere"]
     vs["workers"]["names"] = [f"w{i:02d}" for i in range(10)]
     run = run_program(lab_config)
+    placement = {f"{r.name}-id": r.plain()["hostSystemId"] for r in run.of_type(VM)}  # mock ids
     groups = [sorted(r.plain()["virtualMachineIds"]) for r in run.of_type(ANTI_AFFINITY)]
     assert sorted(len(g) for g in groups) == [2, 4, 4]  # never more VMs in a rule than hosts
+    for group in groups:  # and the initial placement already satisfies each rule
+        assert len({placement[vm] for vm in group}) == len(group)
     hosts = [r.plain()["hostSystemId"] for r in run.of_type(VM) if r.plain()["name"].startswith("w")]
     assert hosts.count("host-sc2esx24") == 3 and hosts.count("host-sc2esx27") == 2
 
 
-def test_extra_config_skips_guest_customization(lab_config):
+def test_without_openshift_the_rdma_address_comes_from_customization(vsphere_config):
+    run = run_program(vsphere_config)
+    for i in (1, 2, 3, 4):
+        vm = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == f"sckubw0{i}")
+        assert vm["clone"]["customize"]["networkInterfaces"] == [
+            {}, {"ipv4Address": f"192.168.0.5{i}", "ipv4Netmask": 24}]
+        assert "extraConfig" not in vm
+    assert "sckubbs01" not in {r.plain()["name"] for r in run.of_type(VM)}  # no OpenShift, no bootstrap VM
+
+
+def test_extra_config_skips_guest_customization(vsphere_config):
+    lab_config = vsphere_config
     lab_config["gpu-lab:vsphere"]["workers"]["cloudInitUserData"] = "#cloud-config\nhostname: x\n"
     run = run_program(lab_config)
     worker = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == "sckubw01")

@@ -1,0 +1,502 @@
+"""Pulumi dynamic resources for the vSphere settings pulumi-vsphere has no argument for.
+
+Each resource sets one thing through pyvmomi (``hostops``): a host advanced option, a host
+firewall ruleset, the host graphics type, a VMkernel module's options, or a VM's vGPU
+profile. Create records the value it found in the ``original`` output and delete puts
+that value back, so ``pulumi destroy`` leaves the hosts as they were.
+
+How the engine runs these (and why the code looks like it does):
+
+- The provider object is pickled with dill into the ``__provider`` property and unpickled
+  in a separate ``python -m pulumi.dynamic`` process started in the project directory.
+  Classes defined in an importable module are pickled by reference, so the provider
+  classes live at module level here, hold no state, and import ``hostops`` (and so
+  pyVmomi) only inside their methods: the program, and its tests under mocks, never load
+  pyVmomi. The state names ``components.vsphere.dynamic.<Provider class>``: renaming or
+  moving a provider class breaks update and delete of existing stacks.
+- Delete only sees the stored outputs, so every input (the vCenter password included) is
+  returned as an output. The password stays a secret in the state three ways: the
+  resource wraps it with ``Output.secret`` before registering it, the engine marks an
+  output secret when the input of the same name is secret, and every resource asks for
+  ``additional_secret_outputs=["password"]``.
+- Every resource registers with the type ``pulumi-python:dynamic:Resource`` and carries a
+  ``kind`` input that the policy pack keys on (docs/resource-contract.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+from pulumi.runtime import rpc
+
+CONNECTION_KEYS = ("server", "user", "password", "insecure", "port")
+SECRET_OUTPUTS = ["password"]
+ORIGINAL = "original"
+"""Output holding the value found at create; delete writes it back."""
+
+
+@dataclass(frozen=True)
+class VcenterConnection:
+    """How the providers reach vCenter. ``password`` is a secret Input (LabSecrets)."""
+
+    server: pulumi.Input[str]
+    """vCenter address (FQDN or IP) as the Pulumi host machine reaches it."""
+    user: pulumi.Input[str]
+    """vCenter user, e.g. administrator@vsphere.local."""
+    password: pulumi.Input[str]
+    """vCenter password; kept secret in the state."""
+    insecure: bool = False
+    """Skip TLS certificate checks (self-signed lab vCenter)."""
+    port: int = 443
+    """vCenter HTTPS port."""
+
+
+def _connection_props(conn: VcenterConnection) -> dict[str, Any]:
+    return {
+        "server": conn.server,
+        "user": conn.user,
+        # Secret even when a caller hands over a plain string.
+        "password": pulumi.Output.secret(conn.password),
+        "insecure": conn.insecure,
+        "port": conn.port,
+    }
+
+
+def _with_secret_outputs(opts: Optional[pulumi.ResourceOptions]) -> pulumi.ResourceOptions:
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS))
+
+
+def _plain(props: dict[str, Any]) -> dict[str, Any]:
+    """Inputs as plain values, without the serialized provider.
+
+    The engine strips secrets before calling a provider that does not accept them, but a
+    wrapped secret reaching us must not end up as a dict where a password belongs.
+    """
+    return {k: rpc.unwrap_rpc_secret(v) for k, v in props.items() if k != "__provider"}
+
+
+def _known(value: Any) -> bool:
+    return value is not None and value != rpc.UNKNOWN
+
+
+class _SettingProvider(ResourceProvider):
+    """One vSphere setting on one target: read it, write it, put it back.
+
+    Subclasses name the inputs that identify the target (a change replaces the resource)
+    and the input holding the desired value (a change updates it), and implement
+    ``_target``, ``_get`` and ``_set`` with ``hostops``.
+    """
+
+    kind: str = ""
+    target_keys: tuple[str, ...] = ()
+    value_key: str = ""
+    informational_keys: tuple[str, ...] = ()
+
+    # -- to implement
+
+    def _target(self, si: Any, props: dict[str, Any], *, deleting: bool = False) -> Any:
+        raise NotImplementedError
+
+    def _get(self, target: Any, props: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _set(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        raise NotImplementedError
+
+    def _id(self, props: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def _same(self, live: Any, wanted: Any) -> bool:
+        return live == wanted
+
+    def _check_value(self, value: Any) -> Optional[str]:
+        """Why ``value`` is not acceptable, or None."""
+        return None
+
+    # -- shared machinery
+
+    def _session(self, props: dict[str, Any]):
+        from components.vsphere import hostops
+
+        return hostops.session(
+            props["server"],
+            props["user"],
+            props["password"],
+            port=int(props.get("port") or 443),
+            insecure=bool(props.get("insecure")),
+        )
+
+    def _apply(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        """Write ``value`` and read it back: a setting the host silently ignored is an error."""
+        self._set(target, props, value)
+        live = self._get(target, props)
+        if not self._same(live, value):
+            raise RuntimeError(f"{self.kind} {self._id(props)}: wrote {value!r} but vSphere reports {live!r}")
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        plain = _plain(news)
+        for key in ("server", "user", *self.target_keys):
+            if _known(plain.get(key)) and not str(plain[key]).strip():
+                failures.append(CheckFailure(key, f"{key} must not be empty"))
+        value = plain.get(self.value_key)
+        if _known(value):
+            reason = self._check_value(value)
+            if reason:
+                failures.append(CheckFailure(self.value_key, reason))
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        old, new = _plain(olds), _plain(news)
+        replaces = [k for k in ("server", *self.target_keys) if old.get(k) != new.get(k)]
+        updates = [
+            k
+            for k in (self.value_key, "user", "password", "insecure", "port", *self.informational_keys)
+            if old.get(k) != new.get(k)
+        ]
+        return DiffResult(
+            changes=bool(replaces or updates),
+            replaces=replaces,
+            # The old resource must put its original value back before the new one records
+            # what it finds: both may reach the same setting (a vCenter renamed, say).
+            delete_before_replace=True,
+        )
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        inputs = _plain(props)
+        with self._session(inputs) as si:
+            target = self._target(si, inputs)
+            original = self._get(target, inputs)
+            try:
+                self._apply(target, inputs, inputs[self.value_key])
+            except Exception:
+                # Create must leave nothing behind when it fails.
+                try:
+                    self._set(target, inputs, original)
+                except Exception:  # noqa: BLE001 - the first error is the one to report
+                    pass
+                raise
+        return CreateResult(self._id(inputs), {**inputs, ORIGINAL: original})
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        inputs = _plain(news)
+        with self._session(inputs) as si:
+            target = self._target(si, inputs)
+            self._apply(target, inputs, inputs[self.value_key])
+        # The value to restore is still the one found by create, not the one replaced here.
+        return UpdateResult({**inputs, ORIGINAL: _plain(olds).get(ORIGINAL)})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        state = _plain(props)
+        if ORIGINAL not in state or state[ORIGINAL] is None:
+            return
+        with self._session(state) as si:
+            target = self._target(si, state, deleting=True)
+            if target is not None:
+                self._apply(target, state, state[ORIGINAL])
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        state = _plain(props)
+        with self._session(state) as si:
+            target = self._target(si, state, deleting=True)
+            if target is None:
+                return ReadResult(None, {})
+            live = self._get(target, state)
+        return ReadResult(id_, {**state, self.value_key: live})
+
+
+class _HostSettingProvider(_SettingProvider):
+    def _target(self, si: Any, props: dict[str, Any], *, deleting: bool = False) -> Any:
+        from components.vsphere import hostops
+
+        return hostops.find_host(si, props["hostName"])
+
+
+class AdvancedOptionProvider(_HostSettingProvider):
+    kind = "vsphere-host-advanced-option"
+    target_keys = ("hostName", "key")
+    value_key = "value"
+
+    def _id(self, props: dict[str, Any]) -> str:
+        return f"{props['hostName']}:option:{props['key']}"
+
+    def _get(self, target: Any, props: dict[str, Any]) -> Any:
+        from components.vsphere import hostops
+
+        return hostops.get_advanced_option(target, props["key"])
+
+    def _set(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        from components.vsphere import hostops
+
+        hostops.set_advanced_option(target, props["key"], value)
+
+    def _same(self, live: Any, wanted: Any) -> bool:
+        from components.vsphere import hostops
+
+        return hostops.as_option_type(wanted, live) == live
+
+
+class FirewallRulesetProvider(_HostSettingProvider):
+    kind = "vsphere-host-firewall-ruleset"
+    target_keys = ("hostName", "ruleset")
+    value_key = "enabled"
+
+    def _id(self, props: dict[str, Any]) -> str:
+        return f"{props['hostName']}:firewall:{props['ruleset']}"
+
+    def _check_value(self, value: Any) -> Optional[str]:
+        return None if isinstance(value, bool) else "enabled must be true or false"
+
+    def _get(self, target: Any, props: dict[str, Any]) -> Any:
+        from components.vsphere import hostops
+
+        return hostops.get_ruleset_enabled(target, props["ruleset"])
+
+    def _set(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        from components.vsphere import hostops
+
+        hostops.set_ruleset_enabled(target, props["ruleset"], bool(value))
+
+
+class GraphicsTypeProvider(_HostSettingProvider):
+    kind = "vsphere-host-graphics"
+    target_keys = ("hostName",)
+    value_key = "graphicsType"
+
+    def _id(self, props: dict[str, Any]) -> str:
+        return f"{props['hostName']}:graphics"
+
+    def _check_value(self, value: Any) -> Optional[str]:
+        # Not hostops.GRAPHICS_TYPES: that would load pyVmomi during preview.
+        allowed = ("shared", "sharedDirect")
+        return None if value in allowed else f"graphicsType must be one of {', '.join(allowed)} (vGPU needs sharedDirect)"
+
+    def _get(self, target: Any, props: dict[str, Any]) -> Any:
+        from components.vsphere import hostops
+
+        return hostops.get_graphics_type(target)
+
+    def _set(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        from components.vsphere import hostops
+
+        hostops.set_graphics_type(target, value)
+
+
+class ModuleOptionsProvider(_HostSettingProvider):
+    kind = "vsphere-host-module-options"
+    target_keys = ("hostName", "module")
+    value_key = "options"
+
+    def _id(self, props: dict[str, Any]) -> str:
+        return f"{props['hostName']}:module:{props['module']}"
+
+    def _check_value(self, value: Any) -> Optional[str]:
+        return None if isinstance(value, str) else "options must be a string such as 'pfctx=0x08 pfcrx=0x08'"
+
+    def _get(self, target: Any, props: dict[str, Any]) -> Any:
+        from components.vsphere import hostops
+
+        return hostops.get_module_options(target, props["module"])
+
+    def _set(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        from components.vsphere import hostops
+
+        hostops.set_module_options(target, props["module"], "" if value is None else str(value))
+
+
+class VgpuProfileProvider(_SettingProvider):
+    kind = "vsphere-vm-vgpu"
+    target_keys = ("vmId",)
+    value_key = "profile"
+    informational_keys = ("vmName",)
+
+    def _id(self, props: dict[str, Any]) -> str:
+        return f"{props['vmId']}:vgpu"
+
+    def _check_value(self, value: Any) -> Optional[str]:
+        return None if isinstance(value, str) and value.strip() else "profile must name a vGPU profile, e.g. grid_v100-16c"
+
+    def _target(self, si: Any, props: dict[str, Any], *, deleting: bool = False) -> Any:
+        from components.vsphere import hostops
+
+        if not deleting:
+            return hostops.find_vm(si, props["vmId"], props.get("vmName"))
+        try:
+            return hostops.find_vm(si, props["vmId"])
+        except hostops.VsphereLookupError:
+            return None  # the VM is gone, and its vGPU with it: nothing to put back
+
+    def _get(self, target: Any, props: dict[str, Any]) -> Any:
+        from components.vsphere import hostops
+
+        return hostops.get_vgpu_profile(target)
+
+    def _set(self, target: Any, props: dict[str, Any], value: Any) -> None:
+        from components.vsphere import hostops
+
+        hostops.set_vgpu_profile(target, value or "")
+
+    def _same(self, live: Any, wanted: Any) -> bool:
+        return (live or "") == (wanted or "")
+
+
+_ADVANCED_OPTION = AdvancedOptionProvider()
+_FIREWALL_RULESET = FirewallRulesetProvider()
+_GRAPHICS_TYPE = GraphicsTypeProvider()
+_MODULE_OPTIONS = ModuleOptionsProvider()
+_VGPU_PROFILE = VgpuProfileProvider()
+
+
+class HostAdvancedOption(Resource):
+    """A host advanced option, e.g. ``Net.PVRDMAVmknic = vmk1`` (the vmknic PVRDMA uses)."""
+
+    original: pulumi.Output[Any]
+    """The option's value before create; delete restores it."""
+
+    def __init__(
+        self,
+        name: str,
+        conn: VcenterConnection,
+        host_name: pulumi.Input[str],
+        key: pulumi.Input[str],
+        value: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {
+            "kind": _ADVANCED_OPTION.kind,
+            **_connection_props(conn),
+            "hostName": host_name,
+            "key": key,
+            "value": value,
+            ORIGINAL: None,
+        }
+        super().__init__(_ADVANCED_OPTION, name, props, _with_secret_outputs(opts))
+
+
+class HostFirewallRuleset(Resource):
+    """A host firewall ruleset switched on or off (``pvrdma`` opens PVRDMA's port 28250)."""
+
+    original: pulumi.Output[bool]
+    """Whether the ruleset was enabled before create; delete restores it."""
+
+    def __init__(
+        self,
+        name: str,
+        conn: VcenterConnection,
+        host_name: pulumi.Input[str],
+        ruleset: pulumi.Input[str] = "pvrdma",
+        enabled: pulumi.Input[bool] = True,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {
+            "kind": _FIREWALL_RULESET.kind,
+            **_connection_props(conn),
+            "hostName": host_name,
+            "ruleset": ruleset,
+            "enabled": enabled,
+            ORIGINAL: None,
+        }
+        super().__init__(_FIREWALL_RULESET, name, props, _with_secret_outputs(opts))
+
+
+class HostGraphicsType(Resource):
+    """The host default graphics type; NVIDIA vGPU needs ``sharedDirect`` (Shared Direct).
+
+    ESXi uses the new type once Xorg restarts or the host reboots.
+    """
+
+    original: pulumi.Output[str]
+    """The graphics type before create; delete restores it."""
+
+    def __init__(
+        self,
+        name: str,
+        conn: VcenterConnection,
+        host_name: pulumi.Input[str],
+        graphics_type: pulumi.Input[str] = "sharedDirect",
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {
+            "kind": _GRAPHICS_TYPE.kind,
+            **_connection_props(conn),
+            "hostName": host_name,
+            "graphicsType": graphics_type,
+            ORIGINAL: None,
+        }
+        super().__init__(_GRAPHICS_TYPE, name, props, _with_secret_outputs(opts))
+
+
+class HostModuleOptions(Resource):
+    """The option string of a VMkernel module, e.g. ConnectX PFC and trust for ``nmlx5_core``.
+
+    The whole string is replaced, not merged. ESXi hands it to the module when the module
+    loads, so the options take effect only after the host reboots (plan a rolling reboot
+    in maintenance mode); until then the running driver keeps its old settings.
+    """
+
+    original: pulumi.Output[str]
+    """The option string before create ("" when none); delete restores it."""
+
+    def __init__(
+        self,
+        name: str,
+        conn: VcenterConnection,
+        host_name: pulumi.Input[str],
+        module: pulumi.Input[str] = "nmlx5_core",
+        options: Optional[pulumi.Input[str]] = None,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        if options is None:  # no silent default: "" would wipe the module's options
+            raise TypeError("HostModuleOptions needs options, e.g. 'pfctx=0x08 pfcrx=0x08 trust_state=2'")
+        props = {
+            "kind": _MODULE_OPTIONS.kind,
+            **_connection_props(conn),
+            "hostName": host_name,
+            "module": module,
+            "options": options,
+            ORIGINAL: None,
+        }
+        super().__init__(_MODULE_OPTIONS, name, props, _with_secret_outputs(opts))
+
+
+class VmVgpuProfile(Resource):
+    """An NVIDIA vGPU (a PCI passthrough device with a vmiop backing) on one VM.
+
+    ``vm_id`` is the VM's managed object id (pulumi-vsphere ``VirtualMachine.moid``). vSphere
+    changes vGPU devices only on a powered-off VM: a running VM is shut down, reconfigured
+    and powered on again. Delete removes the device (or restores a vGPU found at create).
+    """
+
+    original: pulumi.Output[str]
+    """The vGPU profile the VM had before create ("" for none); delete restores it."""
+
+    def __init__(
+        self,
+        name: str,
+        conn: VcenterConnection,
+        vm_id: pulumi.Input[str],
+        vm_name: pulumi.Input[str],
+        profile: pulumi.Input[str],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {
+            "kind": _VGPU_PROFILE.kind,
+            **_connection_props(conn),
+            "vmId": vm_id,
+            "vmName": vm_name,
+            "profile": profile,
+            ORIGINAL: None,
+        }
+        super().__init__(_VGPU_PROFILE, name, props, _with_secret_outputs(opts))

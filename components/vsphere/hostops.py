@@ -1,0 +1,283 @@
+"""Plain pyvmomi operations behind the dynamic providers in ``dynamic.py``.
+
+Each setting has a ``get_*`` and a ``set_*`` function taking a live managed object, so the
+providers stay thin and the tests can read vSphere state back with the same calls. Nothing
+here knows about Pulumi; passwords are only passed through to the login call.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Optional
+
+from pyVim.connect import Disconnect, SmartConnect
+from pyVim.task import WaitForTask
+from pyVmomi import vim, vmodl
+
+GRAPHICS_TYPES = ("shared", "sharedDirect")
+"""``HostGraphicsConfig.hostDefaultGraphicsType`` values; vGPU needs ``sharedDirect``."""
+
+# Long enough for a real vCenter under load, short enough that a dead endpoint fails a run.
+_HTTP_TIMEOUT_S = 120
+_GUEST_SHUTDOWN_TIMEOUT_S = 300
+
+
+class VsphereLookupError(LookupError):
+    """A host, VM, option or ruleset named in the inputs does not exist."""
+
+
+# ---------------------------------------------------------------- session and lookups
+
+
+@contextmanager
+def session(server: str, user: str, password: str, *, port: int = 443, insecure: bool = False) -> Iterator[Any]:
+    """A logged-in ServiceInstance, logged out on exit.
+
+    ``insecure`` skips TLS certificate checks (self-signed lab vCenters); otherwise the
+    system trust store must know the vCenter certificate.
+    """
+    # An explicit context: without one pyVmomi skips verification for loopback addresses.
+    context = None if insecure else ssl.create_default_context()
+    si = SmartConnect(
+        host=server,
+        port=int(port),
+        user=user,
+        pwd=password,
+        sslContext=context,
+        disableSslCertValidation=bool(insecure),
+        httpConnectionTimeout=_HTTP_TIMEOUT_S,
+    )
+    try:
+        yield si
+    finally:
+        Disconnect(si)
+
+
+def _inventory(si: Any, kind: type) -> list[Any]:
+    content = si.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [kind], True)
+    try:
+        return list(view.view)
+    finally:
+        view.Destroy()
+
+
+def find_host(si: Any, name: str) -> Any:
+    """The HostSystem whose inventory name is ``name`` (as added to vCenter: FQDN or IP)."""
+    hosts = _inventory(si, vim.HostSystem)
+    for host in hosts:
+        if host.name == name:
+            return host
+    known = ", ".join(sorted(h.name for h in hosts)) or "none"
+    raise VsphereLookupError(f"no ESXi host named {name!r} in the vCenter inventory (hosts there: {known})")
+
+
+def find_vm(si: Any, moid: str, expected_name: Optional[str] = None) -> Any:
+    """The VirtualMachine with managed object id ``moid`` (pulumi-vsphere's ``moid`` output).
+
+    ``expected_name`` guards against a stale id pointing at another VM: a vGPU on the
+    wrong VM would steal a GPU from it.
+    """
+    vm = vim.VirtualMachine(moid, si._stub)
+    try:
+        name = vm.name
+    except vmodl.fault.ManagedObjectNotFound:
+        raise VsphereLookupError(f"no virtual machine with id {moid!r}") from None
+    if expected_name is not None and name != expected_name:
+        raise VsphereLookupError(f"virtual machine {moid!r} is named {name!r}, expected {expected_name!r}")
+    return vm
+
+
+# ---------------------------------------------------------------- host advanced options
+
+
+def get_advanced_option(host: Any, key: str) -> Any:
+    """The current value of a host advanced option, e.g. ``Net.PVRDMAVmknic``."""
+    manager = host.configManager.advancedOption
+    try:
+        values = manager.QueryOptions(name=key)
+    except vim.fault.InvalidName:
+        raise VsphereLookupError(f"host {host.name} has no advanced option {key!r}") from None
+    for option in values:
+        if option.key == key:
+            return option.value
+    raise VsphereLookupError(f"host {host.name} has no advanced option {key!r}")
+
+
+def as_option_type(value: Any, current: Any) -> Any:
+    """``value`` converted to the type the host uses for this option.
+
+    ESXi rejects an int for a long option or a string for a numeric one, and Pulumi hands
+    numbers back as floats, so the live value's type decides.
+    """
+    if isinstance(current, bool):
+        if isinstance(value, str):
+            return value.strip().lower() in ("true", "1", "yes")
+        return bool(value)
+    if isinstance(current, int):
+        return type(current)(int(float(value)))
+    if isinstance(current, float):
+        return float(value)
+    return "" if value is None else str(value)
+
+
+def set_advanced_option(host: Any, key: str, value: Any) -> None:
+    """Set a host advanced option, keeping the option's own value type."""
+    current = get_advanced_option(host, key)
+    change = vim.option.OptionValue(key=key, value=as_option_type(value, current))
+    host.configManager.advancedOption.UpdateOptions(changedValue=[change])
+
+
+# ---------------------------------------------------------------- firewall rulesets
+
+
+def get_ruleset_enabled(host: Any, ruleset: str) -> bool:
+    """Whether the host firewall ruleset (e.g. ``pvrdma``) is enabled."""
+    info = host.configManager.firewallSystem.firewallInfo
+    for rs in info.ruleset:
+        if rs.key == ruleset:
+            return bool(rs.enabled)
+    known = ", ".join(sorted(rs.key for rs in info.ruleset))
+    raise VsphereLookupError(f"host {host.name} has no firewall ruleset {ruleset!r} (it has: {known})")
+
+
+def set_ruleset_enabled(host: Any, ruleset: str, enabled: bool) -> None:
+    get_ruleset_enabled(host, ruleset)  # a clear error for an unknown ruleset, not NotFound
+    firewall = host.configManager.firewallSystem
+    if enabled:
+        firewall.EnableRuleset(id=ruleset)
+    else:
+        firewall.DisableRuleset(id=ruleset)
+
+
+# ---------------------------------------------------------------- host graphics
+
+
+def graphics_manager(host: Any) -> Any:
+    """The host's HostGraphicsManager (a seam: tests swap it for a fake, vcsim has none)."""
+    return host.configManager.graphicsManager
+
+
+def get_graphics_type(host: Any) -> str:
+    """The host default graphics type: ``shared`` (vSGA) or ``sharedDirect`` (vGPU)."""
+    config = graphics_manager(host).graphicsConfig
+    return str(config.hostDefaultGraphicsType)
+
+
+def set_graphics_type(host: Any, graphics_type: str) -> None:
+    """Set the host default graphics type, keeping the assignment policy and per-GPU overrides.
+
+    ESXi applies it when Xorg restarts or the host reboots; GPUs with a per-device
+    override keep theirs.
+    """
+    if graphics_type not in GRAPHICS_TYPES:
+        raise ValueError(f"graphics type {graphics_type!r} is not one of {', '.join(GRAPHICS_TYPES)}")
+    manager = graphics_manager(host)
+    current = manager.graphicsConfig
+    config = vim.host.GraphicsConfig(
+        hostDefaultGraphicsType=graphics_type,
+        sharedPassthruAssignmentPolicy=current.sharedPassthruAssignmentPolicy,
+        deviceType=list(current.deviceType or []),
+    )
+    manager.UpdateGraphicsConfig(config=config)
+
+
+# ---------------------------------------------------------------- kernel module options
+
+
+def kernel_module_system(host: Any) -> Any:
+    """The host's HostKernelModuleSystem (a seam: tests swap it for a fake, vcsim has none)."""
+    return host.configManager.kernelModuleSystem
+
+
+def get_module_options(host: Any, module: str) -> str:
+    """The option string configured for a VMkernel module ("" when none)."""
+    return str(kernel_module_system(host).QueryConfiguredModuleOptionString(name=module) or "")
+
+
+def set_module_options(host: Any, module: str, options: str) -> None:
+    """Replace a VMkernel module's option string; the module reads it at its next load (reboot)."""
+    kernel_module_system(host).UpdateModuleOptionString(name=module, options=options)
+
+
+# ---------------------------------------------------------------- vGPU
+
+
+def vgpu_devices(vm: Any) -> list[Any]:
+    """The VM's PCI passthrough devices backed by an NVIDIA vGPU profile."""
+    return [
+        d
+        for d in vm.config.hardware.device
+        if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
+        and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+    ]
+
+
+def get_vgpu_profile(vm: Any) -> str:
+    """The profile of the VM's (first) vGPU, "" when it has none."""
+    devices = vgpu_devices(vm)
+    return str(devices[0].backing.vgpu) if devices else ""
+
+
+def vgpu_device_change(vm: Any, profile: str) -> Optional[Any]:
+    """The device change that gives ``vm`` exactly ``profile`` ("" = no vGPU); None if already so."""
+    devices = vgpu_devices(vm)
+    current = devices[0] if devices else None
+    if current is None and not profile:
+        return None
+    if current is not None and current.backing.vgpu == profile:
+        return None
+    spec = vim.vm.device.VirtualDeviceSpec()
+    if current is None:
+        spec.operation = vim.vm.device.VirtualDeviceSpec.Operation.add
+        spec.device = vim.vm.device.VirtualPCIPassthrough(
+            key=-1,  # a temporary key; vSphere assigns the real one
+            backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=profile),
+        )
+    elif not profile:
+        spec.operation = vim.vm.device.VirtualDeviceSpec.Operation.remove
+        spec.device = current
+    else:
+        spec.operation = vim.vm.device.VirtualDeviceSpec.Operation.edit
+        current.backing = vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=profile)
+        spec.device = current
+    return spec
+
+
+def power_off(vm: Any, timeout_s: float = _GUEST_SHUTDOWN_TIMEOUT_S) -> None:
+    """Shut the guest down cleanly when VMware Tools runs, else (or on timeout) power off."""
+    if vm.guest.toolsRunningStatus == "guestToolsRunning":
+        vm.ShutdownGuest()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if vm.runtime.powerState == vim.VirtualMachine.PowerState.poweredOff:
+                return
+            time.sleep(2)
+    if vm.runtime.powerState != vim.VirtualMachine.PowerState.poweredOff:
+        WaitForTask(vm.PowerOffVM_Task())
+
+
+def set_vgpu_profile(vm: Any, profile: str) -> None:
+    """Give the VM exactly one vGPU with ``profile`` ("" removes it).
+
+    vSphere adds, changes and removes vGPU devices only on a powered-off VM, so a running
+    VM is shut down, reconfigured and powered on again; a suspended VM is refused rather
+    than losing its suspended state.
+    """
+    change = vgpu_device_change(vm, profile)
+    if change is None:
+        return
+    state = vm.runtime.powerState
+    if state == vim.VirtualMachine.PowerState.suspended:
+        raise RuntimeError(f"virtual machine {vm.name} is suspended: resume or power it off before changing its vGPU")
+    was_on = state == vim.VirtualMachine.PowerState.poweredOn
+    if was_on:
+        power_off(vm)
+    try:
+        WaitForTask(vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(deviceChange=[change])))
+    finally:
+        if was_on:
+            WaitForTask(vm.PowerOnVM_Task())

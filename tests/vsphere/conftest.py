@@ -1,0 +1,224 @@
+"""A vcsim (govmomi's vCenter simulator) on a loopback port for the vSphere tests.
+
+vcsim's default inventory: one datacenter DC0 with a standalone host DC0_H0 and a cluster
+DC0_C0 of hosts DC0_C0_H0..H2; powered-on VMs DC0_H0_VM0/1 and DC0_C0_RP0_VM0/1.
+Install it with scripts/install-vcsim.sh.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# vcsim v0.46.3 rejects a user containing "@" (it compares the URL-escaped form), so no SSO domain.
+VCSIM_USER = "lab-admin"
+VCSIM_PASSWORD = "vcsim-only-password"  # vcsim accepts exactly this pair; test data only
+_START_TIMEOUT_S = 20
+
+
+@dataclass(frozen=True)
+class Vcsim:
+    server: str
+    port: int
+    user: str
+    password: str
+
+
+def _vcsim_binary() -> str | None:
+    local = ROOT / ".cache" / "bin" / "vcsim"
+    if local.is_file():
+        return str(local)
+    return shutil.which("vcsim")
+
+
+@pytest.fixture(scope="session")
+def vcsim(tmp_path_factory: pytest.TempPathFactory):
+    binary = _vcsim_binary()
+    if binary is None:
+        pytest.fail(
+            "vcsim is not installed (looked in .cache/bin and on PATH): run scripts/install-vcsim.sh",
+            pytrace=False,
+        )
+    logs = tmp_path_factory.mktemp("vcsim")
+    out_path, err_path = logs / "stdout", logs / "stderr"
+    # Port 0: the kernel picks a free port and vcsim prints it, so two runs never race.
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD],
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        port = _wait_for_port(proc, out_path, err_path)
+        sim = Vcsim("127.0.0.1", port, VCSIM_USER, VCSIM_PASSWORD)
+        _wait_until_answering(proc, sim, err_path)
+        yield sim
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for_port(proc: subprocess.Popen, out_path: Path, err_path: Path) -> int:
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        match = re.search(r"GOVC_URL=https://[^@]*@127\.0\.0\.1:(\d+)/sdk", out_path.read_text(errors="replace"))
+        if match:
+            return int(match.group(1))
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    pytest.fail(f"vcsim did not start (exit {proc.poll()}): {err_path.read_text(errors='replace')[-2000:]}")
+
+
+def _wait_until_answering(proc: subprocess.Popen, sim: Vcsim, err_path: Path) -> None:
+    from components.vsphere import hostops
+
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    last: Exception | None = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with hostops.session(sim.server, sim.user, sim.password, port=sim.port, insecure=True) as si:
+                si.CurrentTime()
+            return
+        except Exception as exc:  # noqa: BLE001 - retried until the deadline
+            last = exc
+            time.sleep(0.1)
+    pytest.fail(f"vcsim never answered a login: {last!r}; {err_path.read_text(errors='replace')[-2000:]}")
+
+
+@pytest.fixture(scope="session")
+def si(vcsim: Vcsim):
+    """A session of our own, to read vSphere state independently of the code under test."""
+    from components.vsphere import hostops
+
+    with hostops.session(vcsim.server, vcsim.user, vcsim.password, port=vcsim.port, insecure=True) as service:
+        yield service
+
+
+@pytest.fixture()
+def conn_props(vcsim: Vcsim) -> dict:
+    """The connection inputs as a provider receives them from the engine."""
+    return {
+        "server": vcsim.server,
+        "user": vcsim.user,
+        "password": vcsim.password,
+        "insecure": True,
+        "port": vcsim.port,
+    }
+
+
+# ---------------------------------------------------------------- in-process managed objects
+#
+# vcsim (govmomi v0.46.3) has no HostGraphicsManager or HostKernelModuleSystem behind the
+# references it hands out: every call on them answers vmodl.fault.ManagedObjectNotFound.
+# For those two, tests put a real pyVmomi managed object on a recording stub in place of
+# vcsim's: pyVmomi still type-checks each call, and the stub keeps the SOAP body it would
+# have sent, so a test can assert the exact request.
+
+
+@dataclass
+class Call:
+    method: str
+    args: list
+    soap: str
+
+    def body(self) -> dict[str, object]:
+        """The request's parameters as sent: element name -> text, or a dict for a data object."""
+        import xml.etree.ElementTree as ET
+
+        def plain(el):
+            children = list(el)
+            if not children:
+                return el.text or ""
+            out: dict = {}
+            for child in children:
+                out.setdefault(child.tag.split("}")[-1], []).append(plain(child))
+            return {k: v[0] if len(v) == 1 else v for k, v in out.items()}
+
+        envelope = ET.fromstring(self.soap)
+        [request] = envelope.find("{http://schemas.xmlsoap.org/soap/envelope/}Body")
+        return {child.tag.split("}")[-1]: plain(child) for child in request}
+
+
+class RecordingStub:
+    """A pyVmomi stub answering in-process from ``properties`` and ``methods``."""
+
+    def __init__(self, properties: dict, methods: dict):
+        from pyVmomi import SoapAdapter, VmomiSupport
+
+        self._soap = SoapAdapter.SoapStubAdapterBase(version=VmomiSupport.newestVersions.GetName("vim"))
+        self._soap.requestContext = {}  # set by SoapStubAdapter, read by SerializeRequest
+        self.properties = properties
+        self.methods = methods
+        self.calls: list[Call] = []
+
+    def InvokeMethod(self, mo, info, args):  # noqa: N802 - pyVmomi's stub interface
+        soap = self._soap.SerializeRequest(mo, info, args).decode()
+        self.calls.append(Call(info.wsdlName, list(args), soap))
+        return self.methods[info.wsdlName](*args)
+
+    def InvokeAccessor(self, mo, info):  # noqa: N802 - pyVmomi's stub interface
+        return self.properties[info.name]
+
+
+@pytest.fixture()
+def fake_graphics(monkeypatch: pytest.MonkeyPatch):
+    """A HostGraphicsManager in default ``shared`` mode with one per-GPU override."""
+    from pyVmomi import vim
+
+    from components.vsphere import hostops
+
+    stub = RecordingStub(
+        properties={
+            "graphicsConfig": vim.host.GraphicsConfig(
+                hostDefaultGraphicsType="shared",
+                sharedPassthruAssignmentPolicy="performance",
+                deviceType=[vim.host.GraphicsConfig.DeviceType(deviceId="0000:3b:00.0", graphicsType="sharedDirect")],
+            )
+        },
+        methods={},
+    )
+    stub.methods["UpdateGraphicsConfig"] = lambda config: stub.properties.__setitem__("graphicsConfig", config)
+    manager = vim.host.GraphicsManager("ha-graphics-manager", stub)
+    monkeypatch.setattr(hostops, "graphics_manager", lambda host: manager)
+    return stub
+
+
+@pytest.fixture()
+def fake_modules(monkeypatch: pytest.MonkeyPatch):
+    """A HostKernelModuleSystem whose nmlx5_core has no options configured."""
+    from pyVmomi import vim
+
+    from components.vsphere import hostops
+
+    configured = {"nmlx5_core": ""}
+    stub = RecordingStub(
+        properties={},
+        methods={
+            "QueryConfiguredModuleOptionString": lambda name: configured[name],
+            "UpdateModuleOptionString": lambda name, options: configured.__setitem__(name, options),
+        },
+    )
+    stub.configured = configured
+    system = vim.host.KernelModuleSystem("kernelModuleSystem", stub)
+    monkeypatch.setattr(hostops, "kernel_module_system", lambda host: system)
+    return stub
+
+
+@pytest.fixture()
+def recording_stub():
+    """The RecordingStub class, for tests that build their own managed object."""
+    return RecordingStub

@@ -1,0 +1,441 @@
+"""The dynamic providers: their CRUD against vcsim, how they register, how they travel.
+
+Each provider is a plain object, so the lifecycle tests call create/diff/update/read/delete
+directly with the property dicts the engine would pass, then read vSphere back on a
+session of their own. Graphics and module options run against recording stubs (see
+conftest: vcsim has no HostGraphicsManager or HostKernelModuleSystem) while the login and
+host lookup still go to vcsim.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pulumi
+import pytest
+from pulumi.dynamic.dynamic import serialize_provider
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockMonitor
+from pyVim.task import WaitForTask
+from pyVmomi import vim
+
+from components.vsphere import dynamic as d
+from components.vsphere import hostops
+
+ROOT = Path(__file__).resolve().parents[2]
+DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
+
+
+def engine_props(provider: d._SettingProvider, conn_props: dict, **inputs) -> dict:
+    """Inputs as the engine hands them to a provider (the serialized provider included)."""
+    return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **conn_props, **inputs}
+
+
+def vm_named(si, name: str):
+    content = si.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+    try:
+        return next(vm for vm in view.view if vm.name == name)
+    finally:
+        view.Destroy()
+
+
+# ---------------------------------------------------------------- host advanced option
+
+
+def test_advanced_option_lifecycle(si, conn_props):
+    host = hostops.find_host(si, "DC0_C0_H0")
+    # ESXi ships Net.PVRDMAVmknic empty; vcsim only has the keys someone wrote.
+    host.configManager.advancedOption.UpdateOptions(
+        changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")]
+    )
+    provider = d.AdvancedOptionProvider()
+    news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.PVRDMAVmknic", value="vmk1")
+
+    created = provider.create(news)
+    assert created.id == "DC0_C0_H0:option:Net.PVRDMAVmknic"
+    assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == "vmk1"
+    olds = created.outs
+    assert olds["original"] == ""
+    # Delete sees only these outputs: every input, the password too, must be there.
+    assert {k: olds[k] for k in news if k != "__provider"} == {k: v for k, v in news.items() if k != "__provider"}
+    assert "__provider" not in olds
+
+    assert provider.diff(created.id, olds, news).changes is False
+    value_change = provider.diff(created.id, olds, {**news, "value": "vmk3"})
+    assert (value_change.changes, value_change.replaces) == (True, [])
+    password_change = provider.diff(created.id, olds, {**news, "password": "rotated"})
+    assert (password_change.changes, password_change.replaces) == (True, [])
+    moved = provider.diff(created.id, olds, {**news, "hostName": "DC0_C0_H1"})
+    assert (moved.changes, moved.replaces, moved.delete_before_replace) == (True, ["hostName"], True)
+    rekeyed = provider.diff(created.id, olds, {**news, "key": "Net.Other", "server": "vc2"})
+    assert rekeyed.replaces == ["server", "key"]
+
+    updated = provider.update(created.id, olds, {**news, "value": "vmk3"})
+    assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == "vmk3"
+    assert updated.outs["value"] == "vmk3"
+    assert updated.outs["original"] == ""  # still the value create found
+
+    hostops.set_advanced_option(host, "Net.PVRDMAVmknic", "vmk9")  # drift behind Pulumi's back
+    refreshed = provider.read(created.id, updated.outs)
+    assert refreshed.id == created.id and refreshed.outs["value"] == "vmk9"
+
+    provider.delete(created.id, updated.outs)
+    assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == ""
+
+
+def test_advanced_option_create_fails_cleanly_on_an_unknown_key(si, conn_props):
+    provider = d.AdvancedOptionProvider()
+    news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.NoSuchOption", value="1")
+    with pytest.raises(hostops.VsphereLookupError, match="no advanced option 'Net.NoSuchOption'"):
+        provider.create(news)
+    with pytest.raises(hostops.VsphereLookupError):
+        hostops.get_advanced_option(hostops.find_host(si, "DC0_C0_H0"), "Net.NoSuchOption")
+
+
+def test_a_wrapped_secret_password_still_logs_in(si, conn_props):
+    provider = d.FirewallRulesetProvider()
+    props = engine_props(
+        provider, conn_props, hostName="DC0_H0", ruleset="pvrdma", enabled=False
+    )
+    props["password"] = rpc.wrap_rpc_secret(conn_props["password"])
+    assert provider.read("DC0_H0:firewall:pvrdma", props).outs["enabled"] is False
+
+
+# ---------------------------------------------------------------- firewall ruleset
+
+
+def test_firewall_ruleset_lifecycle(si, conn_props):
+    host = hostops.find_host(si, "DC0_C0_H1")
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is False
+    provider = d.FirewallRulesetProvider()
+    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", ruleset="pvrdma", enabled=True)
+
+    created = provider.create(news)
+    assert created.id == "DC0_C0_H1:firewall:pvrdma"
+    assert created.outs["original"] is False
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is True
+    assert provider.diff(created.id, created.outs, news).changes is False
+
+    off = provider.update(created.id, created.outs, {**news, "enabled": False})
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is False
+    on = provider.update(created.id, off.outs, news)
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is True
+    assert on.outs["original"] is False
+
+    provider.delete(created.id, on.outs)
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is False
+
+
+def test_firewall_delete_restores_an_enabled_ruleset(si, conn_props):
+    host = hostops.find_host(si, "DC0_C0_H1")
+    assert hostops.get_ruleset_enabled(host, "sshServer") is True
+    provider = d.FirewallRulesetProvider()
+    created = provider.create(
+        engine_props(provider, conn_props, hostName="DC0_C0_H1", ruleset="sshServer", enabled=False)
+    )
+    assert hostops.get_ruleset_enabled(host, "sshServer") is False
+    provider.delete(created.id, created.outs)
+    assert hostops.get_ruleset_enabled(host, "sshServer") is True
+
+
+# ---------------------------------------------------------------- graphics type (recording stub)
+
+
+def test_graphics_type_lifecycle(si, conn_props, fake_graphics):
+    provider = d.GraphicsTypeProvider()
+    news = engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect")
+
+    created = provider.create(news)
+    assert created.id == "DC0_C0_H2:graphics"
+    assert created.outs["original"] == "shared"
+    assert fake_graphics.properties["graphicsConfig"].hostDefaultGraphicsType == "sharedDirect"
+    assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == ["sharedDirect"]
+    assert provider.diff(created.id, created.outs, news).changes is False
+
+    updated = provider.update(created.id, created.outs, {**news, "graphicsType": "shared"})
+    assert updated.outs["original"] == "shared"
+    assert fake_graphics.properties["graphicsConfig"].hostDefaultGraphicsType == "shared"
+
+    provider.delete(created.id, {**updated.outs, "graphicsType": "sharedDirect"})
+    assert fake_graphics.properties["graphicsConfig"].hostDefaultGraphicsType == "shared"
+    assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == [
+        "sharedDirect",
+        "shared",
+        "shared",
+    ]
+
+
+def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fake_graphics):
+    fake_graphics.methods["UpdateGraphicsConfig"] = lambda config: None  # accepted, not applied
+    provider = d.GraphicsTypeProvider()
+    with pytest.raises(RuntimeError, match="wrote 'sharedDirect' but vSphere reports 'shared'"):
+        provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
+    # The failed create tried to put the original back before reporting.
+    assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == ["sharedDirect", "shared"]
+
+
+# ---------------------------------------------------------------- module options (recording stub)
+
+
+def test_module_options_lifecycle(si, conn_props, fake_modules):
+    provider = d.ModuleOptionsProvider()
+    options = "pfctx=0x08 pfcrx=0x08 trust_state=2"
+    news = engine_props(provider, conn_props, hostName="DC0_C0_H2", module="nmlx5_core", options=options)
+
+    created = provider.create(news)
+    assert created.id == "DC0_C0_H2:module:nmlx5_core"
+    assert created.outs["original"] == ""
+    assert fake_modules.configured["nmlx5_core"] == options
+
+    updated = provider.update(created.id, created.outs, {**news, "options": "pfctx=0x10 pfcrx=0x10"})
+    assert fake_modules.configured["nmlx5_core"] == "pfctx=0x10 pfcrx=0x10"
+
+    provider.delete(created.id, updated.outs)
+    assert fake_modules.configured["nmlx5_core"] == ""
+    sent = [c.body()["options"] for c in fake_modules.calls if c.method == "UpdateModuleOptionString"]
+    assert sent == [options, "pfctx=0x10 pfcrx=0x10", ""]
+
+
+# ---------------------------------------------------------------- vGPU profile
+
+
+def test_vgpu_lifecycle(si, conn_props):
+    vm = vm_named(si, "DC0_C0_RP0_VM0")
+    assert vm.runtime.powerState == "poweredOn" and hostops.vgpu_devices(vm) == []
+    provider = d.VgpuProfileProvider()
+    news = engine_props(provider, conn_props, vmId=vm._moId, vmName=vm.name, profile="grid_v100-16c")
+
+    created = provider.create(news)
+    assert created.id == f"{vm._moId}:vgpu"
+    assert created.outs["original"] == ""
+    assert [x.backing.vgpu for x in hostops.vgpu_devices(vm)] == ["grid_v100-16c"]
+    assert vm.runtime.powerState == "poweredOn"
+
+    renamed = provider.diff(created.id, created.outs, {**news, "vmName": "sckubw01"})
+    assert (renamed.changes, renamed.replaces) == (True, [])
+    other_vm = provider.diff(created.id, created.outs, {**news, "vmId": "vm-1"})
+    assert other_vm.replaces == ["vmId"]
+
+    updated = provider.update(created.id, created.outs, {**news, "profile": "grid_v100-32c"})
+    assert [x.backing.vgpu for x in hostops.vgpu_devices(vm)] == ["grid_v100-32c"]
+    assert updated.outs["original"] == ""
+    assert provider.read(created.id, updated.outs).outs["profile"] == "grid_v100-32c"
+
+    provider.delete(created.id, updated.outs)
+    assert hostops.vgpu_devices(vm) == [] and vm.runtime.powerState == "poweredOn"
+    # Gone now: refresh says so, and a second delete has nothing to undo.
+    provider.delete(created.id, {**updated.outs, "vmId": "vm-999999"})
+    assert provider.read(created.id, {**updated.outs, "vmId": "vm-999999"}).id is None
+
+
+def test_vgpu_refuses_a_vm_id_of_another_vm(si, conn_props):
+    vm = hostops.find_host(si, "DC0_H0").vm[0]
+    provider = d.VgpuProfileProvider()
+    with pytest.raises(hostops.VsphereLookupError, match="expected 'sckubw01'"):
+        provider.create(engine_props(provider, conn_props, vmId=vm._moId, vmName="sckubw01", profile="grid_v100-16c"))
+    assert hostops.vgpu_devices(vm) == []
+
+
+def test_vgpu_delete_restores_a_profile_found_at_create(si, conn_props):
+    vm = hostops.find_host(si, "DC0_H0").vm[1]
+    WaitForTask(vm.PowerOffVM_Task())
+    try:
+        hostops.set_vgpu_profile(vm, "grid_v100-8c")
+        provider = d.VgpuProfileProvider()
+        created = provider.create(
+            engine_props(provider, conn_props, vmId=vm._moId, vmName=vm.name, profile="grid_v100-16c")
+        )
+        assert created.outs["original"] == "grid_v100-8c"
+        assert [x.backing.vgpu for x in hostops.vgpu_devices(vm)] == ["grid_v100-16c"]
+        provider.delete(created.id, created.outs)
+        assert [x.backing.vgpu for x in hostops.vgpu_devices(vm)] == ["grid_v100-8c"]
+        assert vm.runtime.powerState == "poweredOff"
+    finally:
+        hostops.set_vgpu_profile(vm, "")
+        WaitForTask(vm.PowerOnVM_Task())
+
+
+# ---------------------------------------------------------------- check
+
+
+@pytest.mark.parametrize(
+    ("provider", "inputs", "failing"),
+    [
+        (d.GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "direct"}, ["graphicsType"]),
+        (d.GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "sharedDirect"}, []),
+        (d.GraphicsTypeProvider(), {"hostName": "h", "graphicsType": rpc.UNKNOWN}, []),
+        (d.FirewallRulesetProvider(), {"hostName": " ", "ruleset": "pvrdma", "enabled": "yes"}, ["hostName", "enabled"]),
+        (d.VgpuProfileProvider(), {"vmId": rpc.UNKNOWN, "vmName": "w1", "profile": ""}, ["profile"]),
+        (d.ModuleOptionsProvider(), {"hostName": "h", "module": "nmlx5_core", "options": 8}, ["options"]),
+    ],
+)
+def test_check_reports_bad_inputs_by_property(provider, inputs, failing):
+    conn = {"server": "vc.lab.example", "user": "administrator", "password": "x", "insecure": True, "port": 443}
+    result = provider.check({}, {"kind": provider.kind, **conn, **inputs})
+    assert [f.property for f in result.failures] == failing
+
+
+# ---------------------------------------------------------------- registration under mocks
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        return f"{args.name}-id", args.inputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
+class _RecordingMonitor(MockMonitor):
+    """Keeps each RegisterResource request: resource options never reach the Mocks."""
+
+    def __init__(self, mocks):
+        super().__init__(mocks)
+        self.requests = []
+
+    def RegisterResource(self, request):  # noqa: N802 - the monitor's gRPC method name
+        self.requests.append(request)
+        return super().RegisterResource(request)
+
+
+CONTRACT_INPUTS = {
+    "vsphere-host-advanced-option": {"hostName", "key", "value"},
+    "vsphere-host-firewall-ruleset": {"hostName", "ruleset", "enabled"},
+    "vsphere-host-graphics": {"hostName", "graphicsType"},
+    "vsphere-host-module-options": {"hostName", "module", "options"},
+    "vsphere-vm-vgpu": {"vmName", "vmId", "profile"},
+}
+
+
+def test_resources_register_as_the_contract_says_with_a_secret_password():
+    monitor = _RecordingMonitor(_Mocks())
+    pulumi.runtime.set_mocks(monitor.mocks, project="gpu-lab", stack="test", preview=False, monitor=monitor)
+
+    @pulumi.runtime.test
+    def program():
+        secret = d.VcenterConnection("vc.lab.example", "administrator@vsphere.local", pulumi.Output.secret("s3cret"))
+        # A caller that forgets to wrap the password must not leak it either.
+        plain = d.VcenterConnection("vc.lab.example", "administrator@vsphere.local", "plain-s3cret", insecure=True)
+        made = [
+            d.HostAdvancedOption("esx24-pvrdma-vmknic", secret, "sc2esx24", "Net.PVRDMAVmknic", "vmk3"),
+            d.HostFirewallRuleset("esx24-pvrdma-fw", secret, "sc2esx24"),
+            d.HostGraphicsType("esx24-graphics", plain, "sc2esx24"),
+            d.HostModuleOptions("esx24-nmlx5", secret, "sc2esx24", options="pfctx=0x08 pfcrx=0x08"),
+            d.VmVgpuProfile("w01-vgpu", secret, pulumi.Output.from_input("vm-42"), "sckubw01", "grid_v100-16c"),
+        ]
+        return pulumi.Output.all(*[r.id for r in made])
+
+    program()
+
+    requests = [r for r in monitor.requests if r.type != "pulumi:pulumi:Stack"]
+    assert [r.type for r in requests] == [DYNAMIC_TYPE] * 5
+    by_kind = {}
+    for request in requests:
+        assert list(request.additionalSecretOutputs) == ["password"]
+        inputs = rpc.deserialize_properties(request.object)
+        by_kind[rpc.unwrap_rpc_secret(inputs["kind"])] = inputs
+    assert set(by_kind) == set(CONTRACT_INPUTS)
+    for kind, inputs in by_kind.items():
+        connection = {"server", "user", "password", "insecure", "port"}
+        assert set(inputs) == {"kind", "__provider", *connection, *CONTRACT_INPUTS[kind]}, kind
+        assert rpc.is_rpc_secret(inputs["password"]), kind
+        assert not rpc.is_rpc_secret(inputs["user"]), kind
+        assert rpc.is_rpc_secret(inputs["__provider"]), kind  # the SDK's default, kept
+    assert rpc.unwrap_rpc_secret(by_kind["vsphere-host-graphics"]["password"]) == "plain-s3cret"
+    assert by_kind["vsphere-host-firewall-ruleset"]["ruleset"] == "pvrdma"
+    assert by_kind["vsphere-host-firewall-ruleset"]["enabled"] is True
+    assert by_kind["vsphere-host-graphics"]["graphicsType"] == "sharedDirect"
+    assert by_kind["vsphere-host-module-options"]["module"] == "nmlx5_core"
+    assert by_kind["vsphere-vm-vgpu"]["vmId"] == "vm-42"
+
+
+# ---------------------------------------------------------------- the provider in its own process
+
+
+def _clean_env() -> dict:
+    # Only the working directory may make `components` importable, as for the engine's
+    # `python -m pulumi.dynamic` started in the project directory.
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def test_providers_unpickle_in_a_fresh_process_without_pyvmomi():
+    providers = [d._ADVANCED_OPTION, d._FIREWALL_RULESET, d._GRAPHICS_TYPE, d._MODULE_OPTIONS, d._VGPU_PROFILE]
+    payloads = [serialize_provider(p) for p in providers]
+    # Pickled by reference (module and class name), not by value.
+    assert all(len(base64.b64decode(s)) < 200 for s in payloads)
+    script = (
+        "import base64, json, sys, dill\n"
+        "loaded = [dill.loads(base64.b64decode(s)) for s in json.load(sys.stdin)]\n"
+        "print(json.dumps({'types': [type(p).__module__ + '.' + type(p).__name__ for p in loaded],\n"
+        "                  'pyvmomi': 'pyVmomi' in sys.modules}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=_clean_env(),
+        input=json.dumps(payloads),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result = json.loads(done.stdout)
+    assert result["types"] == [f"components.vsphere.dynamic.{type(p).__name__}" for p in providers]
+    assert result["pyvmomi"] is False
+
+
+def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
+    """Create and delete over gRPC, as the engine does, against vcsim."""
+    import grpc
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    host = hostops.find_host(si, "DC0_C0_H2")
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is False
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.dynamic"],
+        cwd=ROOT,
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        port = int(server.stdout.readline())  # the server prints its port first
+        props = struct_pb2.Struct()
+        props.update(
+            {
+                "__provider": serialize_provider(d._FIREWALL_RULESET),
+                "kind": d._FIREWALL_RULESET.kind,
+                **conn_props,
+                "hostName": "DC0_C0_H2",
+                "ruleset": "pvrdma",
+                "enabled": True,
+            }
+        )
+        urn = "urn:pulumi:test::gpu-lab::pulumi-python:dynamic:Resource::esx-pvrdma-fw"
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            created = stub.Create(provider_pb2.CreateRequest(urn=urn, properties=props), timeout=30)
+            assert created.id == "DC0_C0_H2:firewall:pvrdma"
+            outs = dict(created.properties)
+            assert outs["original"] is False and outs["password"] == conn_props["password"]
+            assert hostops.get_ruleset_enabled(host, "pvrdma") is True
+
+            stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=urn, properties=created.properties), timeout=30)
+            assert hostops.get_ruleset_enabled(host, "pvrdma") is False
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_module_options_have_no_silent_default():
+    conn = d.VcenterConnection("vc.lab.example", "administrator", "x")
+    with pytest.raises(TypeError, match="needs options"):
+        d.HostModuleOptions("esx24-nmlx5", conn, "sc2esx24")
