@@ -32,7 +32,8 @@ def main() -> None:
     vms = None
     if lab.vsphere is not None:
         vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets)
-        fabric = RoceFabric("roce", RoceFabricArgs(vsphere=lab.vsphere, hosts=lab.hosts(), vcenter=vcenter))
+        fabric = RoceFabric("roce", RoceFabricArgs(
+            vsphere=lab.vsphere, hosts=lab.hosts(), vcenter=vcenter, lossless=lab.rdma_lossless))
         vms = LabVms("vms", LabVmsArgs(
             vsphere=lab.vsphere,
             vms=lab.vms(),

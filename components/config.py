@@ -46,6 +46,11 @@ class LabConfig(Model):
         """The OpenShift bootstrap VM exists only while the install needs it."""
         return self.openshift is not None and self.openshift.bootstrap
 
+    @property
+    def rdma_lossless(self) -> bool:
+        """Whether the hosts send pause frames: only when every switch runs RoCE lossless (PFC)."""
+        return all(s.roce.pfc_mode == "lossless" for s in self.switches)
+
     def hosts(self) -> list[PlannedHost]:
         """Worker ESXi hosts with their RDMA uplinks and vmk address (empty without vSphere)."""
         return planned_hosts(self.vsphere) if self.vsphere else []

@@ -95,6 +95,8 @@ def load_secrets() -> LabSecrets:
 
 def check_required_secrets(lab, secrets: LabSecrets) -> None:
     """Fail before any resource is registered when a secret the lab needs is missing."""
+    from components.addons.config import required_secrets as addons_required_secrets
+
     needed: list[tuple[str, str]] = []
     if lab.vsphere is not None:
         needed.append(("vcenter_password", "the pyvmomi host and VM settings need it"))
@@ -105,6 +107,7 @@ def check_required_secrets(lab, secrets: LabSecrets) -> None:
         ]
     if lab.switches:
         needed.append(("switch_passwords", "switches are configured"))
+    needed += addons_required_secrets(lab)
     problems = []
     for attribute, why in needed:
         try:

@@ -44,7 +44,7 @@ class Recorded:
 
     @property
     def parent_name(self) -> Optional[str]:
-        if not self.parent_urn or self.parent_urn.endswith(f"pulumi:pulumi:Stack::{PROJECT}-" + self.urn.split("::")[1]):
+        if not self.parent_urn or "::pulumi:pulumi:Stack::" in self.parent_urn:
             return None
         return self.parent_urn.rsplit("::", 1)[-1]
 

@@ -33,14 +33,14 @@ def tree_lines(run: Run) -> list[str]:
     return lines
 
 
-def _tidy(value):
+def tidy_numbers(value):
     """Whole-number floats back to ints: the wire format has only doubles."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _tidy(v) for k, v in value.items()}
+        return {k: tidy_numbers(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_tidy(v) for v in value]
+        return [tidy_numbers(v) for v in value]
     return value
 
 
@@ -56,7 +56,7 @@ def plan_document(run: Run) -> dict:
                 "urn": r.urn,
                 "parent": urns.get(r.parent_urn),
                 "custom": r.custom,
-                "inputs": _tidy(r.redacted()),
+                "inputs": tidy_numbers(r.redacted()),
                 "secretInputs": r.secret_paths(),
             }
             for r in run.resources

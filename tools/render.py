@@ -17,7 +17,7 @@ import yaml
 
 from components.config import load_lab
 from tools.mockrun import PROJECT, Run, run_stack, stack_config
-from tools.plan import write_plan
+from tools.plan import tidy_numbers, write_plan
 
 KUBERNETES_PREFIX = "kubernetes:"
 # Registered by pulumi-kubernetes but not Kubernetes objects themselves.
@@ -51,7 +51,7 @@ def kubernetes_files(run: Run) -> dict[str, str]:
     for r in run.resources:
         if not r.type.startswith(KUBERNETES_PREFIX) or r.type in NOT_OBJECTS:
             continue
-        manifest = kubernetes_manifest(r.redacted(), r.type)
+        manifest = kubernetes_manifest(tidy_numbers(r.redacted()), r.type)
         kind = manifest["kind"].lower()
         name = (manifest.get("metadata") or {}).get("name") or r.name
         namespace = (manifest.get("metadata") or {}).get("namespace")
@@ -71,6 +71,8 @@ def render(stack: str, out: Path) -> list[Path]:
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
+        if path.suffix == ".sh":
+            path.chmod(0o755)
         written.append(path)
     return written
 

@@ -38,6 +38,8 @@ class RoceFabricArgs:
     hosts: Sequence[PlannedHost]
     """Worker hosts with their RDMA uplinks and vmk address (LabConfig.hosts())."""
     vcenter: VcenterConnection
+    lossless: bool = True
+    """PFC on at the hosts' ConnectX ports (False when the switches run lossy, ECN only)."""
 
 
 def uplink_names(count: int) -> list[str]:
@@ -122,7 +124,7 @@ class RoceFabric(pulumi.ComponentResource):
         )
 
         netmask = str(ipaddress.IPv4Network(rdma.cidr).netmask)
-        module_options = nmlx5_module_options(rdma.pfc_priority, rdma.trust)
+        module_options = nmlx5_module_options(rdma.pfc_priority, rdma.trust, lossless=args.lossless)
         summary: dict[str, pulumi.Output] = {}
         for h in args.hosts:
             host_opts = pulumi.ResourceOptions(parent=self)

@@ -1,0 +1,1 @@
+"""The switch section: config, renderers and component (owned by its engineer)."""
