@@ -1,0 +1,1 @@
+"""The addons section: config, renderers and component (owned by its engineer)."""

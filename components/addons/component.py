@@ -1,0 +1,90 @@
+"""ClusterAddons: everything installed on the cluster once it runs (issue 5).
+
+Order on the cluster: namespaces and secrets, then NFD, the GPU and network operators (Helm
+releases the provider installs), the MPI operator manifest, the RDMA networks, and last the
+acceptance jobs, each waiting for what it uses. Every child goes through one Kubernetes
+provider built from the kubeconfig (the OpenShift install's, or `gpu-lab:kubeconfig`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.addons import versions
+from components.addons.bitfusion import deploy_bitfusion
+from components.addons.gpu import deploy_gpu_operator, deploy_nfd
+from components.addons.jobs import acceptance_access, deploy_jobs
+from components.addons.kube import Kube, role_of
+from components.addons.mpi import deploy_mpi_operator
+from components.addons.rdma import deploy_network, rdma_plan
+
+
+@dataclass(frozen=True)
+class ClusterAddonsArgs:
+    lab: Any
+    """The validated LabConfig; its `addons` section says what to install."""
+    secrets: Any
+    """LabSecrets: registry_auth, nvidia_license_token, gridd_conf, bitfusion_client_token as needed."""
+    kubeconfig: Optional[pulumi.Input[str]]
+    """Secret kubeconfig of the cluster; None is an error naming gpu-lab:kubeconfig."""
+
+
+class MissingKubeconfigError(pulumi.RunError):
+    pass
+
+
+
+
+class ClusterAddons(pulumi.ComponentResource):
+    """NFD, GPU operator, RDMA networking, MPI operator, acceptance jobs and Bitfusion."""
+
+    job_names: pulumi.Output[list[str]]
+    """Names of the acceptance Jobs and MPIJobs (their logs feed `make report`)."""
+    namespace: pulumi.Output[str]
+    """Namespace of the acceptance jobs and the RDMA network attachments."""
+
+    def __init__(self, name: str, args: ClusterAddonsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        lab = args.lab
+        addons = lab.addons
+        if args.kubeconfig is None:
+            raise MissingKubeconfigError(
+                "gpu-lab:kubeconfig is not set but add-ons are enabled and no OpenShift install in this stack "
+                "provides a kubeconfig; set it with: pulumi config set --secret gpu-lab:kubeconfig \"$(cat kubeconfig)\"")
+        super().__init__("gpu-lab:addons:ClusterAddons", name,
+                         {"enabled": addons.enabled_map(), "versions": versions.summary()}, opts)
+
+        provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
+                                opts=pulumi.ResourceOptions(parent=self))
+        kube = Kube(name, self, provider, openshift=lab.openshift is not None)
+        workload_ns = addons.jobs.namespace
+
+        nfd = deploy_nfd(kube) if addons.nfd.enabled else None
+        gpu = deploy_gpu_operator(kube, lab, args.secrets, [nfd]) if addons.gpu_operator.enabled else None
+        mpi = deploy_mpi_operator(kube) if addons.mpi_operator.enabled else None
+
+        workloads = None
+        if addons.network.enabled or any(addons.jobs.switches.values()) or addons.bitfusion.enabled:
+            # IPC_LOCK is outside the "baseline" Pod Security level, so the namespace is privileged;
+            # the pods in it are not (see jobs.py).
+            workloads = kube.namespace("workload-namespace", workload_ns)
+            for m in acceptance_access(workload_ns, kube.openshift):
+                kube.apply(role_of(m), m, [workloads])
+
+        plan = None
+        network: list[pulumi.Resource] = []
+        if addons.network.enabled:
+            plan = rdma_plan(lab)
+            network = deploy_network(kube, lab, workload_ns, [nfd, workloads])
+
+        jobs = deploy_jobs(kube, lab, plan, [workloads, gpu, mpi, *network])
+        if addons.bitfusion.enabled:
+            jobs += deploy_bitfusion(kube, lab, args.secrets, workload_ns, [workloads])
+
+        self.job_names = pulumi.Output.from_input(jobs)
+        self.namespace = pulumi.Output.from_input(workload_ns)
+        self.register_outputs({"jobNames": self.job_names, "namespace": self.namespace,
+                               "rdmaMode": plan.mode if plan else "off"})

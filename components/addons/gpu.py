@@ -1,0 +1,105 @@
+"""Node Feature Discovery and the NVIDIA GPU operator, with vGPU guest driver and licensing.
+
+On vGPU workers (reference 000) the data-center driver does not load: the GPU operator runs the
+vGPU guest driver image the user built into a private registry (pulled with `registry_auth`)
+and licenses each guest from a Secret holding `gridd.conf` and, for NLS, the client
+configuration token; the legacy licence server listens on 7070. On bare metal (reference 004)
+the operator's own data-center driver is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+import pulumi
+
+from components.addons import versions
+from components.addons.config import Licensing
+from components.addons.kube import Kube, helm_release, metadata
+
+if TYPE_CHECKING:
+    from components.config import LabConfig
+    from components.secrets import LabSecrets
+
+NFD_NAMESPACE = "node-feature-discovery"
+GPU_NAMESPACE = "gpu-operator"
+LICENSING_SECRET = "licensing-config"
+REGISTRY_SECRET = "registry-secret"
+FEATURE_TYPE_VGPU = 1  # gridd.conf FeatureType for NVIDIA vGPU guests
+
+
+def nfd_values() -> dict[str, Any]:
+    # Label network (02), display (03) and accelerator classes by vendor so both operators find
+    # GPUs (pci-10de) and ConnectX NICs (pci-15b3).
+    return {"worker": {"config": {"sources": {"pci": {
+        "deviceClassWhitelist": ["02", "03", "0b40", "12"],
+        "deviceLabelFields": ["vendor"],
+    }}}}}
+
+
+def render_gridd_conf(licensing: Licensing) -> str:
+    """gridd.conf for vGPU guests (used unless the gridd_conf secret supplies one)."""
+    lines = ["# vGPU guest licensing, written by gpu-lab", f"FeatureType={FEATURE_TYPE_VGPU}"]
+    if licensing.mode == "legacy":
+        lines += [f"ServerAddress={licensing.server_address}", f"ServerPort={licensing.server_port}"]
+    else:
+        lines.append("# NLS: the client configuration token sits beside this file")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_operator_values(lab: "LabConfig", openshift: bool) -> dict[str, Any]:
+    gpu = lab.addons.gpu_operator
+    driver: dict[str, Any] = {"enabled": True}
+    if gpu.vgpu is not None:
+        driver.update({
+            "repository": gpu.vgpu.repository,
+            "image": gpu.vgpu.image,
+            "version": gpu.vgpu.version,
+            "imagePullSecrets": [REGISTRY_SECRET],
+            "licensingConfig": {"secretName": LICENSING_SECRET, "nlsEnabled": gpu.licensing.mode == "nls"},
+        })
+    if gpu.gpudirect_rdma:
+        # The DeepOps nodes run MOFED on the host (reference 001), so no driver container for it.
+        driver["rdma"] = {"enabled": True, "useHostMofed": True}
+    return {
+        "nfd": {"enabled": not lab.addons.nfd.enabled},
+        "platform": {"openshift": openshift},
+        "driver": driver,
+    }
+
+
+def registry_secret(registry_auth: pulumi.Input[str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata(REGISTRY_SECRET, GPU_NAMESPACE),
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": pulumi.Output.secret({".dockerconfigjson": registry_auth})}
+
+
+def licensing_secret(gridd_conf: pulumi.Input[str], token: Optional[pulumi.Input[str]]) -> dict[str, Any]:
+    data: dict[str, Any] = {"gridd.conf": gridd_conf}
+    if token is not None:
+        data["client_configuration_token.tok"] = token
+    # The whole payload stays secret even when gridd.conf itself came from plain config.
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata(LICENSING_SECRET, GPU_NAMESPACE),
+            "type": "Opaque", "stringData": pulumi.Output.secret(data)}
+
+
+def deploy_nfd(kube: Kube) -> pulumi.Resource:
+    ns = kube.namespace("nfd-namespace", NFD_NAMESPACE)
+    return helm_release(kube, "nfd", versions.NFD, NFD_NAMESPACE, nfd_values(), depends_on=[ns])
+
+
+def deploy_gpu_operator(kube: Kube, lab: "LabConfig", secrets: "LabSecrets",
+                        after: list[Optional[pulumi.Resource]]) -> pulumi.Resource:
+    gpu = lab.addons.gpu_operator
+    ns = kube.namespace("gpu-operator-namespace", GPU_NAMESPACE)
+    needed: list[pulumi.Resource] = [ns]
+    if gpu.vgpu is not None:
+        auth = secrets.require("registry_auth", "the vGPU guest driver image is pulled from a private registry")
+        needed.append(kube.apply("registry-secret", registry_secret(auth), [ns]))
+        token = None
+        if gpu.licensing.mode == "nls":
+            token = secrets.require("nvidia_license_token", "vGPU guests license through NLS")
+        gridd = secrets.gridd_conf if secrets.gridd_conf is not None else render_gridd_conf(gpu.licensing)
+        needed.append(kube.apply("licensing-secret", licensing_secret(gridd, token), [ns]))
+    return helm_release(kube, "gpu-operator", versions.GPU_OPERATOR, GPU_NAMESPACE,
+                        gpu_operator_values(lab, kube.openshift), depends_on=[*needed, *after])

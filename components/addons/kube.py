@@ -1,0 +1,135 @@
+"""What every add-on module shares: where its children hang and which cluster they go to.
+
+Objects are written as plain Kubernetes manifests (camelCase dicts) by pure functions in each
+module, then registered here with the typed pulumi-kubernetes class for core objects and
+`CustomResource` for CRDs, so the same dict is what tests and kubernetes-validate look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+# Operators and device plugins run privileged pods in their namespaces; OpenShift would
+# otherwise rewrite the Pod Security labels from the SCCs a namespace's accounts may use.
+PRIVILEGED_NAMESPACE_LABELS = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "privileged",
+    "pod-security.kubernetes.io/warn": "privileged",
+}
+OPENSHIFT_NO_LABEL_SYNC = {"security.openshift.io/scc.podSecurityLabelSync": "false"}
+
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+"""Benchmarks run for minutes and are judged by the report, not by `pulumi up` waiting on them."""
+
+
+@dataclass
+class Kube:
+    """Parent, provider and platform of the add-ons' children."""
+
+    name: str
+    parent: pulumi.Resource
+    provider: k8s.Provider
+    openshift: bool
+
+    def child(self, role: str) -> str:
+        return f"{self.name}-{role}"
+
+    def opts(self, depends_on: Sequence[Optional[pulumi.Resource]] = (), **kwargs: Any) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(
+            parent=self.parent, provider=self.provider,
+            depends_on=[d for d in depends_on if d is not None], **kwargs,
+        )
+
+    def namespace(self, role: str, name: str, privileged: bool = True) -> k8s.core.v1.Namespace:
+        return self.apply(role, namespace_manifest(name, privileged, self.openshift))
+
+    def apply(self, role: str, manifest: Mapping[str, Any], depends_on: Sequence[Optional[pulumi.Resource]] = (),
+              **kwargs: Any) -> pulumi.CustomResource:
+        """Register one manifest under the typed class for its kind (CustomResource for CRDs)."""
+        m = dict(manifest)
+        api_version, kind = m.pop("apiVersion"), m.pop("kind")
+        opts = self.opts(depends_on, **kwargs)
+        cls = _TYPED.get((api_version, kind))
+        if cls is not None:
+            return cls(self.child(role), opts=opts, **{_SNAKE.get(k, k): v for k, v in m.items()})
+        if set(m) <= {"metadata", "spec"}:
+            return k8s.apiextensions.CustomResource(self.child(role), api_version=api_version, kind=kind,
+                                                    metadata=m.get("metadata"), spec=m.get("spec"), opts=opts)
+        return FlatCustomResource(self.child(role), dict(manifest), opts)
+
+
+class FlatCustomResource(k8s.apiextensions.CustomResource):
+    """A custom resource whose fields sit beside metadata, not under spec (e.g. an OpenShift SCC).
+
+    CustomResource only carries `spec`; the provider sends every input as the object, so this
+    registers the whole manifest under the same type token.
+    """
+
+    def __init__(self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions):
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s._utilities.get_version()))
+        pulumi.CustomResource.__init__(
+            self, f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", resource_name, manifest, opts)
+
+
+_TYPED: dict[tuple[str, str], type] = {
+    ("v1", "Namespace"): k8s.core.v1.Namespace,
+    ("v1", "Secret"): k8s.core.v1.Secret,
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("batch/v1", "Job"): k8s.batch.v1.Job,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"):
+        k8s.admissionregistration.v1.MutatingWebhookConfiguration,
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"):
+        k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
+}
+
+# Top-level manifest keys whose Python keyword differs.
+_SNAKE = {"stringData": "string_data", "roleRef": "role_ref", "binaryData": "binary_data"}
+
+
+def role_of(manifest: Mapping[str, Any]) -> str:
+    """Stable child role from kind and name, e.g. networkattachmentdefinition-rdma-net."""
+    return f"{manifest['kind'].lower()}-{manifest['metadata']['name']}"
+
+
+def namespace_manifest(name: str, privileged: bool, openshift: bool) -> dict[str, Any]:
+    labels = dict(PRIVILEGED_NAMESPACE_LABELS) if privileged else {}
+    if openshift and privileged:
+        labels.update(OPENSHIFT_NO_LABEL_SYNC)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def metadata(name: str, namespace: Optional[str] = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update({k: v for k, v in extra.items() if v})
+    return meta
+
+
+def helm_release(kube: Kube, role: str, chart, namespace: str, values: Mapping[str, Any],
+                 depends_on: Sequence[Optional[pulumi.Resource]] = ()) -> k8s.helm.v3.Release:
+    """A Helm release the provider installs; nothing is fetched by this program."""
+    return k8s.helm.v3.Release(
+        kube.child(role),
+        name=role,
+        chart=chart.chart,
+        version=chart.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        namespace=namespace,
+        values=dict(values),
+        # Operators report ready long after install; their CRs below wait on the CRDs instead.
+        skip_await=True,
+        opts=kube.opts(depends_on),
+    )

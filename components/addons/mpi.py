@@ -1,0 +1,52 @@
+"""The Kubeflow MPI operator (MPIJob kubeflow.org/v2beta1) and the MPIJob shape the jobs share.
+
+The guides used v1alpha2 (reference 000) and a Mellanox fork; v2beta1 is what the operator
+serves today. It ships as one manifest per release, applied server-side by the provider from
+its pinned URL (the CRD is too large for client-side apply).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.addons import versions
+from components.addons.kube import Kube, metadata
+
+API_VERSION = "kubeflow.org/v2beta1"
+
+
+def deploy_mpi_operator(kube: Kube) -> pulumi.Resource:
+    return k8s.yaml.v2.ConfigFile(kube.child("mpi-operator"), file=versions.MPI_OPERATOR_MANIFEST, opts=kube.opts())
+
+
+def mpijob(name: str, namespace: str, *, workers: int, slots_per_worker: int, launcher: dict[str, Any],
+           worker: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """An OpenMPI MPIJob: one launcher running mpirun, `workers` worker pods running sshd."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "MPIJob",
+        "metadata": metadata(name, namespace, labels=labels),
+        "spec": {
+            "slotsPerWorker": slots_per_worker,
+            "mpiImplementation": "OpenMPI",
+            # mpirun fails fast if a worker's sshd is not up yet.
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 3},
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": launcher},
+                "Worker": {"replicas": workers, "template": worker},
+            },
+        },
+    }
+
+
+def mpirun(processes: int, exported: list[str], program: list[str]) -> list[str]:
+    """The guides' mpirun line: no binding, ranks by slot, TCP for MPI's own traffic."""
+    cmd = ["mpirun", "--allow-run-as-root", "-np", str(processes), "-bind-to", "none", "-map-by", "slot"]
+    for variable in exported:
+        cmd += ["-x", variable]
+    cmd += ["-mca", "pml", "ob1", "-mca", "btl", "^openib"]
+    return cmd + program

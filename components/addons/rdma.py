@@ -1,0 +1,295 @@
+"""RDMA networking for pods: PVRDMA on vSphere workers, SR-IOV rails on bare metal.
+
+Both designs use the NVIDIA network operator for Multus, the CNI plugins and nv-ipam (its
+NicClusterPolicy no longer ships whereabouts), and give pods:
+- `networks`: the attachments NCCL/Horovod pods name in `k8s.v1.cni.cncf.io/networks`,
+- `static_network`: an attachment with static IPAM, so the ib_write_bw client knows where the
+  server is (rdma_cm needs the peer's address on the RDMA subnet, as in reference 001),
+- `resources`: the device plugin resources that bring the RDMA device into the pod.
+
+PVRDMA (reference 000): the operator's own RDMA shared device plugin only runs on nodes with a
+Mellanox NIC (label pci-15b3), which a VM with a VMware PVRDMA function never gets, so the plugin
+runs here as a DaemonSet selecting the PVRDMA function (15ad:0820). Pods reach the RDMA subnet
+through macvlan on the VM's PVRDMA netdev.
+
+SR-IOV (reference 001, DeepOps): 8 VFs per ConnectX-5 port, one network per rail (VLAN 111/112),
+RDMA enabled, through the sriov-network-operator the network operator chart bundles.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+import pulumi
+
+from components.addons import versions
+from components.addons.config import (
+    CONNECTX5_PF, PVRDMA_PCI, ib_write_bw_addresses, network_mode, pod_pool, rdma_cidr, worker_nodes,
+)
+from components.addons.kube import Kube, helm_release, metadata, role_of
+
+if TYPE_CHECKING:
+    from components.config import LabConfig
+
+NAMESPACE = "nvidia-network-operator"
+PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
+PVRDMA_NETWORK = "rdma-net"
+PVRDMA_STATIC_NETWORK = "rdma-static"
+SRIOV_RESOURCE_PREFIX = "nvidia.com"
+
+
+@dataclass(frozen=True)
+class RdmaPlan:
+    """What a pod needs to use the RDMA network, whichever design provides it."""
+
+    mode: str
+    networks: tuple[str, ...]
+    static_network: str
+    static_prefix: int
+    resources: tuple[tuple[str, int], ...]
+    ib_device: Optional[str]
+    mtu: int
+
+    @property
+    def limits(self) -> dict[str, int]:
+        return dict(self.resources)
+
+    def annotation(self) -> str:
+        """`k8s.v1.cni.cncf.io/networks` value for pods on every RDMA network."""
+        return ",".join(self.networks)
+
+    def static_annotation(self, address: str) -> str:
+        """Network selection asking for a fixed address on the static attachment."""
+        return json.dumps([{"name": self.static_network, "ips": [f"{address}/{self.static_prefix}"]}])
+
+
+def rdma_plan(lab: "LabConfig") -> RdmaPlan:
+    net = lab.addons.network
+    static_prefix = rdma_cidr(lab).prefixlen if rdma_cidr(lab) else 24
+    if network_mode(lab) == "pvrdma":
+        mtu = lab.vsphere.networks.rdma.mtu if lab.vsphere else 9000
+        return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
+                        ((f"rdma/{PVRDMA_RESOURCE}", 1),), net.ib_device or "vmw_pvrdma0", mtu)
+    rails = net.sriov.rails
+    return RdmaPlan("sriov", tuple(r.network_name for r in rails), f"{rails[0].network_name}-static",
+                    static_prefix, tuple((f"{SRIOV_RESOURCE_PREFIX}/{r.resource_name}", 1) for r in rails),
+                    net.ib_device, 9000)
+
+
+# ---------------------------------------------------------------- manifests (pure)
+
+
+def network_operator_values(separate_nfd: bool, sriov: bool) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        # One NFD per cluster: ours when the nfd add-on is on, else the chart's own.
+        "nfd": {"enabled": not separate_nfd},
+        "sriovNetworkOperator": {"enabled": sriov},
+    }
+    if sriov:
+        values["sriov-network-operator"] = {"operator": {"resourcePrefix": SRIOV_RESOURCE_PREFIX}}
+    return values
+
+
+def _component(image: str) -> dict[str, str]:
+    return {"image": image, "repository": versions.NETWORK_OPERATOR_REPOSITORY,
+            "version": versions.NETWORK_OPERATOR_COMPONENTS}
+
+
+def nic_cluster_policy(openshift: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nvIpam": {**_component("nvidia-k8s-ipam"), "enableWebhook": False}}
+    if not openshift:
+        # OpenShift ships Multus and the reference CNI plugins (macvlan, static) itself.
+        spec["secondaryNetwork"] = {"cniPlugins": _component("plugins"), "multus": _component("multus-cni")}
+    return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+            "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
+
+
+def per_node_block(pool: ipaddress.IPv4Network, nodes: int) -> int:
+    """Addresses nv-ipam hands each node out of the pool."""
+    return max(2, (pool.num_addresses - 2) // max(nodes, 1))
+
+
+def on_nodes(nodes: list[str]) -> dict[str, Any]:
+    """Node selector matching exactly the GPU workers."""
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}
+
+
+def ip_pool(name: str, subnet: ipaddress.IPv4Network, nodes: list[str], exclude: list[str]) -> dict[str, Any]:
+    # nv-ipam carves one block per selected node: select only the workers, or the control
+    # plane's blocks would eat the pool.
+    spec: dict[str, Any] = {"subnet": str(subnet), "perNodeBlockSize": per_node_block(subnet, len(nodes)),
+                            "defaultGateway": False, "nodeSelector": on_nodes(nodes)}
+    inside = [a for a in exclude if ipaddress.IPv4Address(a) in subnet]
+    if inside:
+        spec["exclusions"] = [{"startIP": a, "endIP": a} for a in inside]
+    return {"apiVersion": "nv-ipam.nvidia.com/v1alpha1", "kind": "IPPool",
+            "metadata": metadata(name, NAMESPACE), "spec": spec}
+
+
+def macvlan_config(name: str, master: str, mtu: int, ipam: dict[str, Any], static: bool = False) -> str:
+    """CNI config of a macvlan attachment on the PVRDMA netdev."""
+    config: dict[str, Any] = {"cniVersion": "0.3.1", "name": name, "type": "macvlan", "master": master,
+                              "mode": "bridge", "mtu": mtu}
+    if static:
+        config["capabilities"] = {"ips": True}
+    config["ipam"] = ipam
+    return json.dumps(config, sort_keys=True)
+
+
+def network_attachment(name: str, namespace: str, config: str) -> dict[str, Any]:
+    return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+            "metadata": metadata(name, namespace), "spec": {"config": config}}
+
+
+def rdma_shared_device_config(resource: str) -> str:
+    return json.dumps({
+        "periodicUpdateInterval": 300,
+        "configList": [{
+            "resourceName": resource,
+            "rdmaHcaMax": 63,
+            "selectors": {"vendors": [PVRDMA_PCI[0]], "deviceIDs": [PVRDMA_PCI[1]]},
+        }],
+    }, sort_keys=True)
+
+
+def rdma_shared_device_plugin(resource: str, nodes: list[str]) -> list[dict[str, Any]]:
+    """ServiceAccount, ConfigMap and DaemonSet of the RDMA shared device plugin for PVRDMA."""
+    name = f"rdma-shared-dp-{resource}"
+    labels = {"app": name}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, NAMESPACE)},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(f"rdma-devices-{resource}", NAMESPACE),
+         "data": {"config.json": rdma_shared_device_config(resource)}},
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": metadata(name, NAMESPACE, labels=labels),
+         "spec": {
+             "selector": {"matchLabels": labels},
+             "template": {
+                 "metadata": {"labels": labels},
+                 "spec": {
+                     "serviceAccountName": name,
+                     "hostNetwork": True,
+                     "priorityClassName": "system-node-critical",
+                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                   on_nodes(nodes)}},
+                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                     "containers": [{
+                         "name": "rdma-shared-dp",
+                         "image": f"{versions.NETWORK_OPERATOR_REPOSITORY}/k8s-rdma-shared-dev-plugin:"
+                                  f"{versions.NETWORK_OPERATOR_COMPONENTS}",
+                         "command": ["/bin/k8s-rdma-shared-dp"],
+                         # A device plugin: registers with kubelet and reads /dev (infrastructure,
+                         # not an acceptance job).
+                         "securityContext": {"privileged": True},
+                         "volumeMounts": [
+                             {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"},
+                             {"name": "plugins-registry", "mountPath": "/var/lib/kubelet/plugins_registry"},
+                             {"name": "config", "mountPath": "/k8s-rdma-shared-dev-plugin"},
+                             {"name": "devs", "mountPath": "/dev/"},
+                         ],
+                     }],
+                     "volumes": [
+                         {"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}},
+                         {"name": "plugins-registry", "hostPath": {"path": "/var/lib/kubelet/plugins_registry"}},
+                         {"name": "config", "configMap": {"name": f"rdma-devices-{resource}",
+                                                          "items": [{"key": "config.json", "path": "config.json"}]}},
+                         {"name": "devs", "hostPath": {"path": "/dev/"}},
+                     ],
+                 },
+             },
+         }},
+    ]
+
+
+def privileged_scc_binding(name: str, namespace: str, service_account: str) -> dict[str, Any]:
+    """OpenShift: let a service account run privileged pods (device plugins only)."""
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": metadata(name, namespace),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "system:openshift:scc:privileged"},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]}
+
+
+def sriov_node_policy(rail, num_vfs: int) -> dict[str, Any]:
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
+            "metadata": metadata(f"policy-{rail.network_name}", NAMESPACE),
+            "spec": {
+                "resourceName": rail.resource_name,
+                "nodeSelector": {"feature.node.kubernetes.io/network-sriov.capable": "true"},
+                "numVfs": num_vfs,
+                # The operator creates VFs 15b3:1018 on these ConnectX-5 (15b3:1017) ports.
+                "nicSelector": {"vendor": CONNECTX5_PF[0], "deviceID": CONNECTX5_PF[1], "pfNames": [rail.pf_name]},
+                "deviceType": "netdevice",
+                "isRdma": True,
+            }}
+
+
+def sriov_network(name: str, rail, namespace: str, ipam: dict[str, Any], static: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"resourceName": rail.resource_name, "networkNamespace": namespace, "vlan": rail.vlan,
+                            "ipam": json.dumps(ipam, sort_keys=True)}
+    if static:
+        spec["capabilities"] = json.dumps({"ips": True})
+    return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetwork",
+            "metadata": metadata(name, NAMESPACE), "spec": spec}
+
+
+def network_manifests(lab: "LabConfig", openshift: bool, workload_namespace: str) -> dict[str, list[dict[str, Any]]]:
+    """Every object of the RDMA networking add-on, grouped by what must exist first.
+
+    `policy`: NicClusterPolicy and (SR-IOV) node policies, created once the operator's CRDs are
+    in; `pools`: nv-ipam pools, created once nv-ipam runs; `networks`: what pods attach to;
+    `plugin`: our PVRDMA device plugin.
+    """
+    plan = rdma_plan(lab)
+    nodes = worker_nodes(lab)
+    static = ib_write_bw_addresses(lab) if lab.addons.jobs.ib_write_bw else []
+    out: dict[str, list[dict[str, Any]]] = {"policy": [nic_cluster_policy(openshift)], "pools": [],
+                                            "networks": [], "plugin": []}
+    if plan.mode == "pvrdma":
+        pool = pod_pool(lab)
+        out["pools"].append(ip_pool("rdma-pool", pool, nodes, static))
+        master = lab.addons.network.interface
+        out["networks"] += [
+            network_attachment(PVRDMA_NETWORK, workload_namespace, macvlan_config(
+                PVRDMA_NETWORK, master, plan.mtu, {"type": "nv-ipam", "poolName": "rdma-pool"})),
+            network_attachment(PVRDMA_STATIC_NETWORK, workload_namespace, macvlan_config(
+                PVRDMA_STATIC_NETWORK, master, plan.mtu, {"type": "static"}, static=True)),
+        ]
+        out["plugin"] = rdma_shared_device_plugin(PVRDMA_RESOURCE, nodes)
+        if openshift:
+            out["plugin"].append(privileged_scc_binding("rdma-shared-dp-privileged", NAMESPACE,
+                                                        f"rdma-shared-dp-{PVRDMA_RESOURCE}"))
+        return out
+    sriov = lab.addons.network.sriov
+    for rail in sriov.rails:
+        pool_name = f"{rail.network_name}-pool"
+        out["policy"].append(sriov_node_policy(rail, sriov.num_vfs))
+        out["pools"].append(ip_pool(pool_name, ipaddress.IPv4Network(rail.cidr), nodes, static))
+        out["networks"].append(sriov_network(rail.network_name, rail, workload_namespace,
+                                             {"type": "nv-ipam", "poolName": pool_name}))
+    out["networks"].append(sriov_network(plan.static_network, sriov.rails[0], workload_namespace,
+                                         {"type": "static"}, static=True))
+    return out
+
+
+# ---------------------------------------------------------------- resources
+
+
+def deploy_network(kube: Kube, lab: "LabConfig", workload_namespace: str,
+                   after: list[Optional[pulumi.Resource]]) -> list[pulumi.Resource]:
+    """The network operator and the RDMA networks; returns what pods on them must wait for."""
+    plan = rdma_plan(lab)
+    ns = kube.namespace("network-operator-namespace", NAMESPACE)
+    release = helm_release(kube, "network-operator", versions.NETWORK_OPERATOR, NAMESPACE,
+                           network_operator_values(lab.addons.nfd.enabled, plan.mode == "sriov"),
+                           depends_on=[ns, *after])
+    manifests = network_manifests(lab, kube.openshift, workload_namespace)
+    ready: list[pulumi.Resource] = []
+    policies = [kube.apply(role_of(m), m, [release]) for m in manifests["policy"]]
+    pools = [kube.apply(role_of(m), m, policies) for m in manifests["pools"]]
+    ready += [kube.apply(role_of(m), m, [release, *after, *pools]) for m in manifests["networks"]]
+    ready += [kube.apply(role_of(m), m, [ns]) for m in manifests["plugin"]]
+    return ready + pools + policies

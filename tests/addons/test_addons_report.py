@@ -1,0 +1,215 @@
+"""The acceptance report on logs in each tool's own format: figures, thresholds, bad input."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools import report
+from tools.report import LogError, main, parse_ib_write_bw, parse_images, parse_nccl
+
+LOGS = Path(__file__).parent / "logs"
+DEEPOPS = LOGS / "deepops"
+FORMATS = LOGS / "formats"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def text(path: Path) -> str:
+    return path.read_text()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.report", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+
+
+def copy_logs(tmp_path: Path, *names: str, source: Path = DEEPOPS) -> Path:
+    for name in names or [p.name for p in source.iterdir()]:
+        shutil.copy(source / name, tmp_path / name)
+    return tmp_path
+
+
+# ---------------------------------------------------------------- parsers on the samples
+
+
+def test_ib_write_bw_guide_figure():
+    r = parse_ib_write_bw(text(DEEPOPS / "ib-write-bw-client.log"), "client.log")
+    assert (r.size_bytes, r.peak_gbps, r.average_gbps) == (65536, 92.42, 92.40)
+
+
+def test_ib_write_bw_in_mb_per_second_is_converted():
+    r = parse_ib_write_bw(text(FORMATS / "ib-write-bw-mbps.log"), "mbps.log")
+    assert r.average_gbps == pytest.approx(11016.84 * 2 ** 20 * 8 / 1e9)
+
+
+def test_nccl_bus_bandwidth_at_the_largest_message():
+    r = parse_nccl(text(DEEPOPS / "nccl-allreduce-rdma.log"), "x.log")
+    assert (r.transport, r.size_bytes, r.busbw_gbs, r.wrong) == ("rdma", 2 ** 31, 22.92, 0)
+    tcp = parse_nccl(text(DEEPOPS / "nccl-allreduce-tcp.log"), "x.log")
+    assert (tcp.transport, tcp.busbw_gbs) == ("tcp", 10.41)
+
+
+def test_nccl_tests_without_the_root_column():
+    r = parse_nccl(text(FORMATS / "nccl-tests-no-root-rdma.log"), "nccl-tests-no-root-rdma.log")
+    assert (r.transport, r.size_bytes, r.busbw_gbs) == ("rdma", 2 ** 31, 10.90)
+
+
+def test_horovod_and_tf_cnn_benchmarks_throughput():
+    h = parse_images(text(DEEPOPS / "horovod-resnet50-rdma.log"), "h.log")
+    assert (h.transport, h.images_per_sec, h.gpus) == ("rdma", 3756.0, 16)
+    tf = parse_images(text(FORMATS / "tf-cnn-benchmarks-rdma.log"), "tf.log")
+    assert (tf.transport, tf.images_per_sec, tf.gpus) == ("rdma", 891.84, None)
+
+
+def test_transport_from_the_file_name_when_nccl_is_quiet():
+    quiet = "\n".join(l for l in text(DEEPOPS / "nccl-allreduce-tcp.log").splitlines() if "NCCL INFO" not in l)
+    assert parse_nccl(quiet, "run-tcp.log").transport == "tcp"
+    with pytest.raises(LogError, match="cannot tell an RDMA run from a TCP run"):
+        parse_nccl(quiet, "run.log")
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def test_guide_figures_pass_with_the_deepops_nics():
+    done = run_cli(str(DEEPOPS), "--nics-per-node", "2")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "92.40 Gb/s" in out and "92.4 %" in out
+    assert "22.92 GB/s" in out and "25 GB/s (2 x 100 Gb/s)" in out and "91.7 %" in out
+    assert "RDMA over TCP speed-up, NCCL busbw" in out and "2.20x" in out
+    assert "RDMA over TCP speed-up, Horovod img/s" in out and "1.40x" in out
+    assert "3756.0 img/s" in out
+    assert out.count("PASS") == 2 and "FAIL" not in out
+
+
+def test_one_nic_per_node_flags_an_impossible_share():
+    done = run_cli(str(DEEPOPS))
+    assert done.returncode == 0
+    assert "183.4 %" in done.stdout and "check --link-gbps and --nics-per-node" in done.stdout
+
+
+def test_below_threshold_exits_one(tmp_path):
+    logs = copy_logs(tmp_path)
+    ib = logs / "ib-write-bw-client.log"
+    ib.write_text(text(ib).replace("92.42              92.40", "88.31              86.05"))
+    done = run_cli(str(logs), "--nics-per-node", "2")
+    assert done.returncode == 1
+    assert "86.05 Gb/s" in done.stdout and "86.0 %" in done.stdout
+    row = next(l for l in done.stdout.splitlines() if l.startswith("ib_write_bw"))
+    assert row.rstrip().endswith("FAIL")
+    assert "1 measurement(s) below threshold" in done.stderr
+
+
+@pytest.mark.parametrize("flags, failing", [
+    (["--nics-per-node", "2", "--ib-threshold", "95"], "ib_write_bw"),
+    (["--nics-per-node", "2", "--nccl-threshold", "95"], "NCCL all_reduce busbw 2 GB (nccl-allreduce-rdma.log)"),
+    (["--nics-per-node", "2", "--link-gbps", "200"], "ib_write_bw"),
+    (["--nics-per-node", "2", "--min-speedup", "2.5"], "RDMA over TCP speed-up, NCCL busbw"),
+])
+def test_flags_move_the_bar(flags, failing):
+    done = run_cli(str(DEEPOPS), *flags)
+    assert done.returncode == 1, done.stdout
+    row = next(l for l in done.stdout.splitlines() if l.startswith(failing))
+    assert row.rstrip().endswith("FAIL")
+
+
+def test_tcp_run_is_never_judged_against_line_rate():
+    row = next(l for l in run_cli(str(DEEPOPS), "--nics-per-node", "2").stdout.splitlines()
+               if "nccl-allreduce-tcp.log" in l)
+    assert "41.6 %" in row and row.rstrip().endswith("info")
+
+
+def test_wrong_values_in_nccl_results_fail(tmp_path):
+    logs = copy_logs(tmp_path, "nccl-allreduce-rdma.log")
+    path = logs / "nccl-allreduce-rdma.log"
+    path.write_text(text(path).replace("# Out of bounds values : 0 OK", "# Out of bounds values : 12 FAILED"))
+    done = run_cli(str(logs), "--nics-per-node", "2")
+    assert done.returncode == 1 and "12 out-of-bounds values" in done.stdout
+
+
+def cut(path: Path, marker: str) -> str:
+    """The log as it looks when the pod died just before `marker`."""
+    content = text(path)
+    return content[:content.index(marker)]
+
+
+@pytest.mark.parametrize("name, marker, words", [
+    ("ib-write-bw-client.log", " 65536      5000", "ends before its result row"),
+    ("ib-write-bw-client.log", " #bytes", "without its results header"),
+    ("nccl-allreduce-rdma.log", "   268435456", "ends before '# Avg bus bandwidth' (truncated at 134217728 bytes)"),
+    ("nccl-allreduce-rdma.log", "#       size", "without its table header"),
+    ("horovod-resnet50-rdma.log", "Total img/sec", "without its throughput summary"),
+])
+def test_truncated_logs_are_a_clear_error(tmp_path, name, marker, words):
+    (tmp_path / name).write_text(cut(DEEPOPS / name, marker))
+    done = run_cli(str(tmp_path))
+    assert done.returncode == 2
+    assert words in done.stderr and name in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_malformed_logs_are_a_clear_error(tmp_path):
+    nccl = text(DEEPOPS / "nccl-allreduce-rdma.log").replace("  22.92       0   175853", "  garbage       0   175853")
+    (tmp_path / "nccl-allreduce-rdma.log").write_text(nccl)
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "binary.log").write_bytes(b"\xff\xfe\x00RDMA_Write BW Test\x81")
+    done = run_cli(str(tmp_path))
+    assert done.returncode == 2
+    assert "malformed nccl-tests row" in done.stderr
+    assert "empty.log: empty log" in done.stderr
+    assert "binary.log: not a text log" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_one_bad_log_spoils_the_run_but_the_rest_is_still_shown(tmp_path):
+    logs = copy_logs(tmp_path)
+    (logs / "horovod-resnet50-tcp.log").write_text(cut(DEEPOPS / "horovod-resnet50-tcp.log", "Running benchmark"))
+    done = run_cli(str(logs), "--nics-per-node", "2")
+    assert done.returncode == 2
+    assert "92.40 Gb/s" in done.stdout and "horovod-resnet50-tcp.log" in done.stderr
+
+
+def test_unrelated_files_are_skipped(tmp_path):
+    logs = copy_logs(tmp_path, "ib-write-bw-client.log")
+    (logs / "nvidia-smi.log").write_text("| NVIDIA-SMI 550.127.05   Driver Version: 550.127.05 |\n")
+    done = run_cli(str(logs))
+    assert done.returncode == 0 and "skipped nvidia-smi.log" in done.stdout
+
+
+def test_nothing_to_judge(tmp_path):
+    assert run_cli(str(tmp_path)).returncode == 2
+    missing = run_cli(str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "not a directory" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_bad_flags_are_refused():
+    done = run_cli(str(DEEPOPS), "--link-gbps", "0")
+    assert done.returncode == 2 and "--link-gbps must be positive" in done.stderr
+
+
+def test_main_in_process_matches_the_cli(capsys):
+    assert main([str(DEEPOPS), "--nics-per-node", "2"]) == report.EXIT_OK
+    assert "91.7 %" in capsys.readouterr().out
+
+
+def test_make_report_runs_the_cli():
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-s", "report", f"LOGS={DEEPOPS}", "REPORT_ARGS=--nics-per-node 2"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "22.92 GB/s" in done.stdout
+    usage = subprocess.run(["make", "-s", "report"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert usage.returncode != 0 and "usage: make report LOGS=" in usage.stdout
+
+
+def test_an_mpi_log_that_died_in_nccl_init_is_an_error(tmp_path):
+    head = "\n".join(l for l in text(DEEPOPS / "nccl-allreduce-rdma.log").splitlines() if "NCCL INFO" in l)
+    (tmp_path / "nccl-allreduce-rdma.log").write_text(head + "\n")
+    done = run_cli(str(tmp_path))
+    assert done.returncode == 2 and "without benchmark output" in done.stderr

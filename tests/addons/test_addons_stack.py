@@ -1,0 +1,53 @@
+"""The whole program on the lab stack: the add-ons block of Pulumi.lab.yaml, wired by __main__.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from addons_harness import by_name, kube_objects, manifest
+from tools.mockrun import placeholder_secrets, run_program, stack_config
+
+WORKERS = ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+
+
+def test_the_lab_installs_its_addons_once(stack_run):
+    (comp,) = stack_run.of_type("gpu-lab:addons:ClusterAddons")
+    enabled = comp.plain()["enabled"]
+    assert enabled.pop("bitfusion") is False and all(enabled.values())
+    assert not [r for r in kube_objects(stack_run) if "bitfusion" in json.dumps(manifest(r))]
+
+
+def test_the_lab_jobs_use_its_workers_and_addresses(stack_run):
+    for w in WORKERS:
+        by_name(stack_run, "Job", f"nvidia-smi-{w}")
+    server = by_name(stack_run, "Job", "ib-write-bw-server")["spec"]["template"]
+    assert json.loads(server["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]) == [
+        {"name": "rdma-static", "ips": ["192.168.0.201/24"]}]
+    pool = by_name(stack_run, "IPPool", "rdma-pool")["spec"]
+    assert pool["subnet"] == "192.168.0.128/26" and "exclusions" not in pool
+    nccl = by_name(stack_run, "MPIJob", "nccl-allreduce-rdma")["spec"]["mpiReplicaSpecs"]["Worker"]
+    assert nccl["replicas"] == 4
+
+
+def test_the_lab_is_openshift(stack_run):
+    assert "secondaryNetwork" not in by_name(stack_run, "NicClusterPolicy", "nic-cluster-policy")["spec"]
+    by_name(stack_run, "SecurityContextConstraints", "gpu-lab-rdma")
+    by_name(stack_run, "RoleBinding", "rdma-shared-dp-privileged")
+
+
+def test_addons_wait_for_the_vms(stack_run):
+    # __main__ passes depends_on=[vms]; the kubeconfig comes from the OpenShift install
+    (provider,) = [r for r in stack_run.of_type("pulumi:providers:kubernetes") if r.name == "addons-k8s"]
+    assert provider.secret_paths() == ["kubeconfig"]
+
+
+def test_without_openshift_the_kubeconfig_secret_is_required():
+    config = copy.deepcopy(stack_config("lab"))
+    del config["gpu-lab:openshift"]
+    secrets = placeholder_secrets(config)
+    secrets["gpu-lab:kubeconfig"] = None
+    with pytest.raises(Exception, match="gpu-lab:kubeconfig"):
+        run_program(config, secrets=secrets)

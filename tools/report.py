@@ -1,0 +1,321 @@
+"""Fabric acceptance report: read the jobs' logs, judge them against line rate, print a table.
+
+    python -m tools.report LOGS_DIR [--link-gbps 100] [--nics-per-node 1]
+                                    [--ib-threshold 90] [--nccl-threshold 85] [--min-speedup X]
+    make report LOGS=dir
+
+LOGS_DIR holds the logs as the tools print them (`kubectl logs` of the ib_write_bw client, of
+the NCCL and Horovod MPIJob launchers). Each file is recognised by its content:
+
+- ib_write_bw (perftest): the result row's average bandwidth against the link rate;
+- nccl-tests all_reduce_perf: the bus bandwidth at the largest message size against the
+  combined rate of one node's NICs (bus bandwidth is normalised per rank, and a node's NICs
+  are what its ranks share to leave the node);
+- Horovod / tf_cnn_benchmarks: total images per second.
+
+RDMA and TCP runs are told apart by NCCL's own log lines (`Using network IB|Socket`, with
+NCCL_DEBUG=INFO as the jobs set it), else by `rdma`/`tcp` in the file name; with both present
+the report gives the RDMA-over-TCP speed-up.
+
+Exit status: 0 all thresholds met, 1 a measurement below its threshold, 2 a log that cannot be
+read (truncated, malformed) or nothing to judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT = 0, 1, 2
+MEBIBYTE = 2 ** 20
+
+
+class LogError(Exception):
+    """A log the report cannot use; the message says which file and why."""
+
+
+@dataclass(frozen=True)
+class IbWriteBw:
+    file: str
+    size_bytes: int
+    peak_gbps: float
+    average_gbps: float
+
+
+@dataclass(frozen=True)
+class NcclAllReduce:
+    file: str
+    transport: str
+    size_bytes: int
+    busbw_gbs: float
+    wrong: int
+
+
+@dataclass(frozen=True)
+class Throughput:
+    file: str
+    transport: str
+    images_per_sec: float
+    gpus: Optional[int]
+
+
+# ---------------------------------------------------------------- recognising a log
+
+_IB_MARK = re.compile(r"RDMA_Write BW Test|#bytes\s+#iterations\s+BW peak")
+_NCCL_MARK = re.compile(r"^#\s*nThread\b|^#\s+size\s+count\s+type|Avg bus bandwidth", re.M)
+_IMAGES_MARK = re.compile(r"img/sec|images/sec|Running (benchmark|warm)|tf_cnn_benchmarks|Number of GPUs:", re.I)
+_MPI_MARK = re.compile(r"NCCL INFO|mpirun|ORTE|PRTE")
+
+
+def kind_of(text: str) -> Optional[str]:
+    if _IB_MARK.search(text):
+        return "ib_write_bw"
+    if _NCCL_MARK.search(text):
+        return "nccl"
+    if _IMAGES_MARK.search(text):
+        return "images"
+    if _MPI_MARK.search(text):
+        return "mpi"  # an MPI job's log that never got to print a benchmark line
+    return None
+
+
+def transport_of(text: str, name: str) -> str:
+    """rdma or tcp, from NCCL's log lines or else the file name."""
+    used = re.findall(r"NCCL INFO Using network (\w+)", text)
+    if used:
+        return "rdma" if used[-1] == "IB" else "tcp"
+    if re.search(r"NCCL INFO NET/IB : Using", text):
+        return "rdma"
+    if re.search(r"NCCL INFO NET/Socket : Using", text):
+        return "tcp"
+    lowered = name.lower()
+    if "rdma" in lowered or "roce" in lowered:
+        return "rdma"
+    if "tcp" in lowered or "socket" in lowered:
+        return "tcp"
+    raise LogError(f"{name}: cannot tell an RDMA run from a TCP run; run with NCCL_DEBUG=INFO "
+                   "or name the file *-rdma.log / *-tcp.log")
+
+
+# ---------------------------------------------------------------- parsers
+
+_IB_HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(Gb|MB)/sec\]")
+_IB_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s*$")
+
+
+def parse_ib_write_bw(text: str, name: str) -> IbWriteBw:
+    header = _IB_HEADER.search(text)
+    if not header:
+        raise LogError(f"{name}: ib_write_bw log without its results header (#bytes #iterations BW peak ...); "
+                       "truncated before the test ran?")
+    rows = [_IB_ROW.match(line) for line in text[header.end():].splitlines()]
+    rows = [m for m in rows if m]
+    if not rows:
+        raise LogError(f"{name}: ib_write_bw log ends before its result row (truncated, or the peer never connected)")
+    last = rows[-1]  # with -a, the largest message size comes last
+    scale = 1.0 if header.group(2) == "Gb" else MEBIBYTE * 8 / 1e9
+    return IbWriteBw(name, int(last.group(1)), float(last.group(3)) * scale, float(last.group(4)) * scale)
+
+
+_NCCL_HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop(\s+root)?\s+time", re.M)
+_NUMBER = re.compile(r"^\d+(\.\d+)?$")
+
+
+def parse_nccl(text: str, name: str) -> NcclAllReduce:
+    header = _NCCL_HEADER.search(text)
+    if not header:
+        raise LogError(f"{name}: nccl-tests log without its table header (# size count type redop ...); "
+                       "truncated before the first measurement?")
+    root = 1 if header.group(1) else 0
+    rows = []
+    for line in text[header.end():].splitlines():
+        cols = line.split()
+        if len(cols) >= 12 + root and cols[0].isdigit() and cols[1].isdigit():
+            oop, inplace = cols[6 + root], cols[10 + root]
+            if not (_NUMBER.match(oop) and _NUMBER.match(inplace)):
+                raise LogError(f"{name}: malformed nccl-tests row: {line.strip()!r}")
+            rows.append((int(cols[0]), max(float(oop), float(inplace))))
+    if not rows:
+        raise LogError(f"{name}: nccl-tests log has a header but no measurements (truncated?)")
+    if "Avg bus bandwidth" not in text:
+        raise LogError(f"{name}: nccl-tests log ends before '# Avg bus bandwidth' (truncated at "
+                       f"{rows[-1][0]} bytes); rerun or collect the whole launcher log")
+    wrong = re.search(r"#\s*Out of bounds values\s*:\s*(\d+)", text)
+    size, busbw = max(rows)
+    return NcclAllReduce(name, transport_of(text, name), size, busbw, int(wrong.group(1)) if wrong else 0)
+
+
+_HOROVOD_TOTAL = re.compile(r"Total img/sec on (\d+) GPU\(s\):\s*(\d+(?:\.\d+)?)")
+_TF_CNN_TOTAL = re.compile(r"total images/sec:\s*(\d+(?:\.\d+)?)")
+
+
+def parse_images(text: str, name: str) -> Throughput:
+    horovod = _HOROVOD_TOTAL.findall(text)
+    if horovod:
+        gpus, rate = horovod[-1]
+        return Throughput(name, transport_of(text, name), float(rate), int(gpus))
+    tf_cnn = _TF_CNN_TOTAL.findall(text)
+    if tf_cnn:
+        return Throughput(name, transport_of(text, name), float(tf_cnn[-1]), None)
+    raise LogError(f"{name}: benchmark log without its throughput summary ('Total img/sec on N GPU(s)' or "
+                   "'total images/sec'); truncated or the run failed")
+
+
+def read_logs(directory: Path) -> tuple[list[object], list[str], list[str]]:
+    """(results, errors, skipped files) for every file in the directory."""
+    if not directory.is_dir():
+        raise LogError(f"{directory}: not a directory of logs")
+    results: list[object] = []
+    errors: list[str] = []
+    skipped: list[str] = []
+    for path in sorted(p for p in directory.iterdir() if p.is_file()):
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            errors.append(f"{path.name}: not a text log (undecodable bytes)")
+            continue
+        if not text.strip():
+            errors.append(f"{path.name}: empty log")
+            continue
+        kind = kind_of(text)
+        try:
+            if kind == "ib_write_bw":
+                results.append(parse_ib_write_bw(text, path.name))
+            elif kind == "nccl":
+                results.append(parse_nccl(text, path.name))
+            elif kind == "images":
+                results.append(parse_images(text, path.name))
+            elif kind == "mpi":
+                raise LogError(f"{path.name}: an MPI job's log without benchmark output; the run failed or the "
+                               "log was cut before the first result")
+            else:
+                skipped.append(path.name)
+        except LogError as err:
+            errors.append(str(err))
+    return results, errors, skipped
+
+
+# ---------------------------------------------------------------- judging
+
+
+@dataclass(frozen=True)
+class Row:
+    test: str
+    transport: str
+    result: str
+    reference: str = "-"
+    share: str = "-"
+    threshold: str = "-"
+    verdict: str = "info"
+
+
+def _against(value: float, threshold: Optional[float], unit: str) -> tuple[str, str]:
+    """(threshold text, verdict) of a value judged against an optional minimum."""
+    if threshold is None:
+        return "-", "info"
+    return f">= {threshold:g}{unit}", "PASS" if value >= threshold else "FAIL"
+
+
+def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_threshold: float,
+          nccl_threshold: float, min_speedup: Optional[float]) -> tuple[list[Row], list[str]]:
+    rows: list[Row] = []
+    shares: list[float] = []
+    node_rate_gbs = nics_per_node * link_gbps / 8
+    for r in (r for r in results if isinstance(r, IbWriteBw)):
+        share = 100 * r.average_gbps / link_gbps
+        shares.append(share)
+        rows.append(Row(f"ib_write_bw {_size(r.size_bytes)} ({r.file})", "rdma", f"{r.average_gbps:.2f} Gb/s",
+                        f"{link_gbps:g} Gb/s link", f"{share:.1f} %", *_against(share, ib_threshold, " %")))
+    for r in (r for r in results if isinstance(r, NcclAllReduce)):
+        share = 100 * r.busbw_gbs / node_rate_gbs
+        shares.append(share)
+        # Only the RDMA run has to reach line rate; the TCP run is the baseline it is compared to.
+        threshold = nccl_threshold if r.transport == "rdma" else None
+        rows.append(Row(f"NCCL all_reduce busbw {_size(r.size_bytes)} ({r.file})", r.transport,
+                        f"{r.busbw_gbs:.2f} GB/s", f"{node_rate_gbs:g} GB/s ({nics_per_node} x {link_gbps:g} Gb/s)",
+                        f"{share:.1f} %", *_against(share, threshold, " %")))
+        if r.wrong:
+            rows.append(Row(f"NCCL results check ({r.file})", r.transport, f"{r.wrong} out-of-bounds values",
+                            threshold="0 wrong", verdict="FAIL"))
+    for r in (r for r in results if isinstance(r, Throughput)):
+        gpus = f" on {r.gpus} GPUs" if r.gpus else ""
+        rows.append(Row(f"images/s{gpus} ({r.file})", r.transport, f"{r.images_per_sec:.1f} img/s"))
+    for label, kind, attr in (("NCCL busbw", NcclAllReduce, "busbw_gbs"),
+                              ("Horovod img/s", Throughput, "images_per_sec")):
+        best = {t: max((getattr(r, attr) for r in results if isinstance(r, kind) and r.transport == t), default=None)
+                for t in ("rdma", "tcp")}
+        if best["rdma"] and best["tcp"]:
+            speedup = best["rdma"] / best["tcp"]
+            threshold, verdict = _against(speedup, min_speedup, "x")
+            rows.append(Row(f"RDMA over TCP speed-up, {label}", "rdma/tcp", f"{speedup:.2f}x",
+                            threshold=threshold, verdict=verdict))
+    notes = []
+    if any(share > 100 for share in shares):
+        notes.append("a share above 100 % means the line rate is set too low: check --link-gbps and --nics-per-node")
+    return rows, notes
+
+
+def _size(size: int) -> str:
+    for unit, factor in (("GB", 2 ** 30), ("MB", 2 ** 20), ("KB", 2 ** 10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} B"
+
+
+def render_table(rows: list[Row]) -> str:
+    header = ("test", "transport", "result", "line rate", "share", "threshold", "verdict")
+    cells = [header] + [(r.test, r.transport, r.result, r.reference, r.share, r.threshold, r.verdict) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("logs", type=Path, help="directory with the jobs' logs")
+    parser.add_argument("--link-gbps", type=float, default=100.0, help="line rate of one RDMA link (default 100)")
+    parser.add_argument("--nics-per-node", type=int, default=1,
+                        help="RDMA NICs each node's ranks share (default 1, the lab; the DeepOps nodes have 2)")
+    parser.add_argument("--ib-threshold", type=float, default=90.0, help="ib_write_bw %% of link (default 90)")
+    parser.add_argument("--nccl-threshold", type=float, default=85.0,
+                        help="NCCL RDMA bus bandwidth %% of the node's combined links (default 85)")
+    parser.add_argument("--min-speedup", type=float, default=None,
+                        help="fail when RDMA is not at least this many times faster than TCP (default: report only)")
+    args = parser.parse_args(argv)
+    if args.link_gbps <= 0 or args.nics_per_node < 1:
+        parser.error("--link-gbps must be positive and --nics-per-node at least 1")
+
+    try:
+        results, errors, skipped = read_logs(args.logs)
+    except LogError as err:
+        print(f"report: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    rows, notes = judge(results, args.link_gbps, args.nics_per_node, args.ib_threshold, args.nccl_threshold,
+                        args.min_speedup)
+    if rows:
+        print(render_table(rows))
+    for note in notes:
+        print(f"note: {note}")
+    for name in skipped:
+        print(f"skipped {name}: not an ib_write_bw, nccl-tests or Horovod log")
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    if errors:
+        return EXIT_BAD_INPUT
+    if not rows:
+        print(f"report: no benchmark logs in {args.logs}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    failed = [r for r in rows if r.verdict == "FAIL"]
+    if failed:
+        print(f"{len(failed)} measurement(s) below threshold", file=sys.stderr)
+        return EXIT_BELOW
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
