@@ -6,7 +6,7 @@ VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 export PATH := $(CURDIR)/.cache/bin:$(PATH)
 
-.PHONY: help setup test plan render bench clean
+.PHONY: help setup test plan render bench clean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -36,3 +36,7 @@ clean: ## remove build output
 	rm -rf build
 
 -include mk/*.mk
+
+lock: ## re-pin requirements.lock (with hashes) from requirements.txt
+	python3 -m venv .cache/piptools && .cache/piptools/bin/pip install -q pip-tools
+	.cache/piptools/bin/pip-compile -q --generate-hashes --strip-extras --allow-unsafe -o requirements.lock requirements.txt

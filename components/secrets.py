@@ -104,6 +104,7 @@ def check_required_secrets(lab, secrets: LabSecrets) -> None:
         needed += [
             ("pull_secret", "openshift is configured and install-config needs the pull secret"),
             ("ssh_public_key", "openshift is configured and install-config needs the core user's key"),
+            ("helper_ssh_private_key", "openshift is configured and the helper node deploy connects over SSH"),
         ]
     if lab.switches:
         needed.append(("switch_passwords", "switches are configured"))

@@ -141,6 +141,12 @@ class LabMocks(pulumi.runtime.Mocks):
             outputs.setdefault("uuid", f"50 1a {self.counter:02x} 00")
         elif kind == "vsphere:index/distributedPortGroup:DistributedPortGroup":
             outputs.setdefault("key", f"dvportgroup-{self.counter}")
+        elif kind == "command:local:Command" and args.name.endswith("-ignition"):
+            # What `openshift-install create ignition-configs` would print, with placeholder content,
+            # so the VMs' ignition and the add-ons' kubeconfig are not empty under mocks.
+            from components.openshift.renderers import placeholder_ignition_stdout
+
+            outputs["stdout"] = placeholder_ignition_stdout()
         return f"{args.name}-id", outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs):

@@ -1,0 +1,1 @@
+"""The openshift section: config, renderers and component (owned by its engineer)."""

@@ -1,0 +1,491 @@
+"""The `openshift` configuration section: an OpenShift 4 cluster installed the UPI way.
+
+Facts from reference 004 (NVIDIA/Red Hat, OpenShift 4 on bare metal): three control-plane
+nodes plus a bootstrap node that goes away once bootstrapping completes, a helper machine that
+serves DNS (dnsmasq), load balancing (HAProxy), HTTP (images, ignition) and PXE, and compute
+nodes that may be bare-metal DGX systems booting UEFI only.
+
+Every VM of the `vsphere` section (`lab.vms()`) is a node with its planned role, address and
+MAC; `nodes` lists the bare-metal machines (address required) and, optionally, VMs to add a
+detail to (what is given must match the VM). `plan(lab)` turns the validated section into the
+resolved node list every renderer and the component use.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field
+
+from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates
+from components.vsphere.config import VsphereConfig, planned_vms
+
+if TYPE_CHECKING:
+    from components.config import LabConfig
+
+NodeRole = Literal["bootstrap", "control-plane", "worker"]
+
+# The name openshift-install gives each role's ignition file.
+IGNITION_NAME = {"bootstrap": "bootstrap", "control-plane": "master", "worker": "worker"}
+
+# OVN-Kubernetes keeps these for itself (join switch and transit switch subnets).
+OVN_RESERVED = (ipaddress.IPv4Network("100.64.0.0/16"), ipaddress.IPv4Network("100.88.0.0/16"))
+
+_FQDN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _check_domain(value: str) -> str:
+    if not _FQDN.match(value):
+        raise ValueError(f"{value!r} is not a DNS domain: lower-case labels of letters, digits and '-' joined by '.'")
+    return value
+
+
+Domain = Annotated[str, AfterValidator(_check_domain)]
+
+
+def _check_location(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r}: give an http(s) URL or a path on the helper's HTTP server")
+    elif value.startswith("/") or " " in value or not value:
+        raise ValueError(f"{value!r}: a path on the helper's HTTP server is relative, like rhcos/kernel")
+    return value
+
+
+Location = Annotated[str, AfterValidator(_check_location)]
+"""An http(s) URL, or a path relative to the helper node's HTTP server root."""
+
+_DEVICE = re.compile(r"^/dev/[A-Za-z0-9/_.:-]+$")
+
+
+def _check_device(value: str) -> str:
+    if not _DEVICE.match(value):
+        raise ValueError(f"{value!r} is not a block device path like /dev/sda or /dev/nvme0n1")
+    return value
+
+
+BlockDevice = Annotated[str, AfterValidator(_check_device)]
+
+
+class ClusterNetwork(Model):
+    cidr: Cidr = "10.128.0.0/14"
+    host_prefix: int = Field(default=23, ge=8, le=30, description="pod subnet size given to each node")
+
+
+class OpenShiftNetworks(Model):
+    cluster_network: ClusterNetwork = ClusterNetwork()
+    service_network: Cidr = "172.30.0.0/16"
+    machine_network: list[Cidr] = Field(min_length=1, description="networks the node addresses are on")
+    gateway: Optional[IPv4] = Field(
+        default=None, description="default route of the nodes (static kernel arguments and DHCP); none when omitted"
+    )
+
+
+class Node(Model):
+    name: HostName
+    role: NodeRole
+    platform: Literal["vsphere", "baremetal"] = "baremetal"
+    address: Optional[IPv4] = Field(default=None, description="required for bare metal; VMs default to their planned one")
+    mac: Optional[MacAddress] = None
+    install_device: Optional[BlockDevice] = Field(default=None, description="overrides openshift.installDevice")
+
+
+class HelperPaths(Model):
+    """Where the helper node keeps what we deploy (defaults are RHEL/CentOS package paths)."""
+
+    dnsmasq_conf: str = "/etc/dnsmasq.d/openshift.conf"
+    hosts_file: str = "/etc/hosts.dnsmasq"
+    haproxy_cfg: str = "/etc/haproxy/haproxy.cfg"
+    tftp_root: str = "/var/lib/tftpboot"
+    http_root: str = "/var/www/html"
+    staging: str = Field(default="/var/tmp/gpu-lab-openshift", description="upload directory, checked before install")
+
+
+class HelperNode(Model):
+    """The machine serving DNS, load balancing, HTTP and PXE (reached over SSH)."""
+
+    address: IPv4
+    user: str = "root"
+    port: int = Field(default=22, ge=1, le=65535)
+    load_balancer_address: Optional[IPv4] = Field(
+        default=None, description="address HAProxy listens on and api/api-int/*.apps resolve to (default: address)"
+    )
+    http_port: int = Field(default=8080, ge=1, le=65535)
+    dns_upstreams: list[IPv4] = Field(default_factory=list, description="resolvers for names outside the cluster")
+    paths: HelperPaths = HelperPaths()
+
+
+class Dhcp(Model):
+    enabled: bool = Field(default=False, description="dnsmasq hands out the nodes' addresses by MAC (reservations only)")
+    lease_time: str = Field(default="12h", pattern=r"^(\d+[smhd]?|infinite)$")
+
+
+class RhcosImages(Model):
+    """RHCOS live PXE artifacts (openshift-install coreos print-stream-json names them)."""
+
+    kernel: Location = "rhcos/rhcos-live-kernel-x86_64"
+    initramfs: Location = "rhcos/rhcos-live-initramfs.x86_64.img"
+    rootfs: Location = "rhcos/rhcos-live-rootfs.x86_64.img"
+
+
+class VmInterfaces(Model):
+    """Guest NIC names of vSphere nodes, used in their static ip= kernel arguments."""
+
+    management: str = Field(default="ens192", pattern=r"^[a-z0-9]+$")
+    rdma: str = Field(default="ens224", pattern=r"^[a-z0-9]+$")
+
+
+class Vcenter(Model):
+    """vCenter for `platform: vsphere` (the password is the vsphere:password secret)."""
+
+    server: str
+    user: str
+
+
+class OpenShiftConfig(Model):
+    cluster_name: HostName
+    base_domain: Domain
+    platform: Literal["none", "vsphere"] = "none"
+    vcenter: Optional[Vcenter] = None
+    network_type: Literal["OVNKubernetes", "OpenShiftSDN"] = "OVNKubernetes"
+    networks: OpenShiftNetworks
+    nodes: list[Node] = Field(
+        default_factory=list,
+        description="bare-metal nodes, and vSphere VMs to add to (every VM of the vsphere section is a node)",
+    )
+    ingress_nodes: Optional[list[HostName]] = Field(
+        default=None, description="nodes behind 80/443 (default: workers, or the control plane when there are none)"
+    )
+    helper: HelperNode
+    dhcp: Dhcp = Dhcp()
+    rhcos: RhcosImages = RhcosImages()
+    install_device: BlockDevice = "/dev/sda"
+    kernel_args: list[str] = Field(default_factory=lambda: ["console=tty0", "console=ttyS0,115200n8"])
+    interfaces: VmInterfaces = VmInterfaces()
+    bootstrap: bool = Field(default=True, description="false once bootstrapping completed: bootstrap VM and backend go")
+    single_node: bool = Field(default=False, description="opt in to a one-node control plane (bootstrap in place)")
+    wait_for_bootstrap: bool = False
+    wait_for_install: bool = False
+    approve_csrs: bool = Field(default=True, description="approve pending CSRs of the configured nodes only")
+    installer: str = Field(default="openshift-install", description="openshift-install binary (path or name on PATH)")
+    oc: str = Field(default="oc", description="oc binary (path or name on PATH), for CSR approval")
+    install_dir: Optional[str] = Field(default=None, description="default build/<stack>/openshift-install")
+
+
+# ---------------------------------------------------------------- resolved plan
+
+
+@dataclass(frozen=True)
+class ClusterNode:
+    """One node with every fact resolved (vSphere VMs filled in from lab.vms())."""
+
+    name: str
+    role: str
+    platform: str
+    address: Optional[str]
+    mac: Optional[str]
+    rdma_address: Optional[str]
+    install_device: str
+
+    @property
+    def ignition(self) -> str:
+        return IGNITION_NAME[self.role]
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Everything the renderers and the component need, derived once from the config."""
+
+    config: OpenShiftConfig
+    nodes: tuple[ClusterNode, ...]
+    """Nodes that exist now: the bootstrap node only while `bootstrap` is true."""
+    gateway: Optional[str]
+    rdma_cidr: Optional[str]
+    rdma_mtu: Optional[int]
+    vsphere: Optional[VsphereConfig] = None
+
+    @property
+    def pxe_wanted(self) -> bool:
+        """Bare-metal nodes install through PXE; vSphere VMs are cloned from the RHCOS template."""
+        return any(n.platform == "baremetal" for n in self.nodes)
+
+    @property
+    def domain(self) -> str:
+        return f"{self.config.cluster_name}.{self.config.base_domain}"
+
+    @property
+    def lb_address(self) -> str:
+        helper = self.config.helper
+        return str(helper.load_balancer_address or helper.address)
+
+    @property
+    def http_base(self) -> str:
+        return f"http://{self.config.helper.address}:{self.config.helper.http_port}"
+
+    def of_role(self, role: str) -> list[ClusterNode]:
+        return [n for n in self.nodes if n.role == role]
+
+    @property
+    def bootstrap_node(self) -> Optional[ClusterNode]:
+        found = self.of_role("bootstrap")
+        return found[0] if found else None
+
+    @property
+    def ingress(self) -> list[ClusterNode]:
+        wanted = self.config.ingress_nodes
+        if wanted is not None:
+            return [n for n in self.nodes if n.name in wanted]
+        return self.of_role("worker") or self.of_role("control-plane")
+
+    def ignition_url(self, role: str) -> str:
+        return f"{self.http_base}/{IGNITION_NAME[role]}.ign"
+
+    def image_url(self, location: str) -> str:
+        return location if urlsplit(location).scheme else f"{self.http_base}/{location}"
+
+    def machine_network_of(self, address: str) -> Optional[ipaddress.IPv4Network]:
+        ip = ipaddress.IPv4Address(address)
+        for cidr in self.config.networks.machine_network:
+            net = ipaddress.IPv4Network(cidr)
+            if ip in net:
+                return net
+        return None
+
+
+def plan(lab: "LabConfig") -> ClusterPlan:
+    """The resolved cluster of a validated lab (call after load_lab)."""
+    oc = lab.openshift
+    if oc is None:
+        raise ValueError("the lab has no openshift section")
+    vs = lab.vsphere
+    return ClusterPlan(
+        config=oc,
+        nodes=tuple(node for _, node in resolve_nodes(lab)),
+        gateway=str(oc.networks.gateway) if oc.networks.gateway else None,
+        rdma_cidr=vs.networks.rdma.cidr if vs else None,
+        rdma_mtu=vs.networks.rdma.mtu if vs else None,
+        vsphere=vs,
+    )
+
+
+def resolve_nodes(lab: "LabConfig") -> list[tuple[Optional[int], ClusterNode]]:
+    """(index in openshift.nodes or None, node) for every node that exists now.
+
+    Every VM of lab.vms() is a node (the template is RHCOS); an openshift.nodes entry with
+    platform vsphere only adds to its VM. Bare-metal nodes come from openshift.nodes alone.
+    The bootstrap node is left out once `bootstrap` is false. Addresses may be None here when
+    the configuration is invalid; check() reports that, plan() runs only on valid labs.
+    """
+    oc = lab.openshift
+    listed = {}
+    for i, node in enumerate(oc.nodes):
+        if node.platform == "vsphere":
+            listed.setdefault(node.name, (i, node))
+    out: list[tuple[Optional[int], ClusterNode]] = []
+    for vm in lab.vms():
+        index, node = listed.get(vm.name, (None, None))
+        address = str(node.address) if node is not None and node.address else vm.management_address
+        out.append((index, ClusterNode(
+            name=vm.name,
+            role=vm.role,
+            platform="vsphere",
+            address=address,
+            mac=(node.mac if node is not None and node.mac else vm.mac),
+            rdma_address=vm.rdma_address,
+            install_device=(node.install_device if node is not None and node.install_device else oc.install_device),
+        )))
+    for i, node in enumerate(oc.nodes):
+        if node.platform != "baremetal" or (node.role == "bootstrap" and not oc.bootstrap):
+            continue
+        out.append((i, ClusterNode(
+            name=node.name,
+            role=node.role,
+            platform="baremetal",
+            address=str(node.address) if node.address else None,
+            mac=node.mac,
+            rdma_address=None,
+            install_device=node.install_device or oc.install_device,
+        )))
+    return out
+
+
+# ---------------------------------------------------------------- rules
+
+
+def check(lab: "LabConfig") -> list[Problem]:
+    """The UPI rules: node counts, unique names/addresses/MACs, networks apart, vSphere nodes real."""
+    oc = lab.openshift
+    if oc is None:
+        return []
+    p: list[Problem] = []
+    resolved = resolve_nodes(lab)
+    roles = [n.role for _, n in resolved]
+
+    control = roles.count("control-plane")
+    if oc.single_node:
+        if control != 1:
+            p.append(Problem("openshift.nodes", f"singleNode: true needs exactly 1 control-plane node, found {control}"))
+        if oc.bootstrap:
+            p.append(Problem("openshift.bootstrap",
+                             "singleNode: true bootstraps in place; set bootstrap: false (no bootstrap node is used)"))
+    elif control < 3:
+        p.append(Problem("openshift.nodes",
+                         f"{control} control-plane node(s); OpenShift needs at least 3 for etcd quorum "
+                         "(or opt into a one-node lab with singleNode: true)"))
+    if roles.count("bootstrap") > 1:
+        p.append(Problem("openshift.nodes", f"{roles.count('bootstrap')} bootstrap nodes; at most one is allowed"))
+    if oc.bootstrap and "bootstrap" not in roles and not oc.single_node:
+        p.append(Problem("openshift.bootstrap",
+                         "bootstrap: true needs a bootstrap node (vsphere.bootstrap or a node with role bootstrap); "
+                         "add one or set bootstrap: false"))
+
+    p += _vsphere_node_problems(lab)
+
+    def where(index: Optional[int], node: ClusterNode, key: str) -> str:
+        return f"openshift.nodes[{index}].{key}" if index is not None else "openshift.nodes"
+
+    # Clashes among VMs alone are the vsphere section's to report.
+    def clash(values) -> list:
+        found = []
+        for value in duplicates(v for v, _ in values):
+            holders = [n for v, n in values if v == value]
+            if any(n.platform == "baremetal" for n in holders):
+                found.append((value, ", ".join(n.name for n in holders)))
+        return found
+
+    for name in duplicates(n.name for n in oc.nodes):
+        p.append(Problem("openshift.nodes", f"node name {name!r} is listed more than once; names must be unique"))
+    for name, _ in clash([(n.name, n) for _, n in resolved]):
+        p.append(Problem("openshift.nodes", f"node name {name!r} is used more than once; names must be unique"))
+    for addr, holders in clash([(n.address, n) for _, n in resolved]):
+        p.append(Problem("openshift.nodes", f"address {addr} is given to more than one node ({holders})"))
+    for mac, holders in clash([(n.mac, n) for _, n in resolved]):
+        p.append(Problem("openshift.nodes", f"MAC {mac} is given to more than one node ({holders})"))
+
+    machine = [ipaddress.IPv4Network(c) for c in oc.networks.machine_network]
+    for index, node in resolved:
+        if node.address is None:
+            if node.platform == "baremetal":
+                p.append(Problem(f"openshift.nodes[{index}].address",
+                                 "required for bare-metal nodes (give an IPv4 address)"))
+            else:
+                p.append(Problem(where(index, node, "address"),
+                                 f"VM {node.name} has no management address; OpenShift nodes need a fixed one: "
+                                 "plan it in the vsphere section or give it here"))
+        elif not any(ipaddress.IPv4Address(node.address) in net for net in machine):
+            p.append(Problem(where(index, node, "address"),
+                             f"{node.address} of node {node.name} is outside the machine network(s) "
+                             f"{', '.join(map(str, machine))}; every node must be on one"))
+
+    p += _network_problems(lab, sum(1 for r in roles if r != "bootstrap"))
+    p += _helper_problems(oc, {n.address for _, n in resolved})
+
+    names = {n.name: n.role for _, n in resolved}
+    for i, name in enumerate(oc.ingress_nodes or []):
+        if names.get(name) in (None, "bootstrap"):
+            allowed = ", ".join(n for n, r in names.items() if r != "bootstrap")
+            p.append(Problem(f"openshift.ingressNodes[{i}]",
+                             f"{name!r} is not a control-plane or worker node; allowed: {allowed}"))
+
+    if any(n.platform == "baremetal" for n in oc.nodes):
+        for key in ("kernel", "initramfs"):
+            if urlsplit(getattr(oc.rhcos, key)).scheme == "https":
+                p.append(Problem(f"openshift.rhcos.{key}",
+                                 "PXE loaders (pxelinux, GRUB) fetch it without TLS; give an http:// URL or a path"))
+
+    if oc.platform == "vsphere":
+        if oc.vcenter is None:
+            p.append(Problem("openshift.vcenter", "platform: vsphere needs vcenter: {server, user}"))
+        for i, node in enumerate(oc.nodes):
+            if node.platform != "vsphere":
+                p.append(Problem(f"openshift.nodes[{i}].platform",
+                                 f"node {node.name} is bare metal, which platform: vsphere does not support; "
+                                 "use platform: none for mixed clusters"))
+    elif oc.vcenter is not None:
+        p.append(Problem("openshift.vcenter", "only used with platform: vsphere; remove it or set platform: vsphere"))
+    return p
+
+
+def _vsphere_node_problems(lab: "LabConfig") -> list[Problem]:
+    oc = lab.openshift
+    p: list[Problem] = []
+    vsphere_nodes = [(i, n) for i, n in enumerate(oc.nodes) if n.platform == "vsphere"]
+    if lab.vsphere is None:
+        for i, n in vsphere_nodes:
+            p.append(Problem(f"openshift.nodes[{i}].platform",
+                             f"node {n.name} is a vSphere VM but the stack has no vsphere section; use baremetal"))
+        return p
+    # Bootstrap included even when switched off, so its entry stays valid while it is gone.
+    vms = {vm.name: vm for vm in planned_vms(lab.vsphere, with_bootstrap=True)}
+    for i, n in vsphere_nodes:
+        vm = vms.get(n.name)
+        if vm is None:
+            p.append(Problem(f"openshift.nodes[{i}].name",
+                             f"{n.name!r} is not a VM of the vsphere section; VMs: {', '.join(sorted(vms))}"))
+            continue
+        if vm.role != n.role:
+            p.append(Problem(f"openshift.nodes[{i}].role",
+                             f"{n.role} but VM {n.name} is planned as {vm.role}; the roles must agree"))
+        if n.address is not None and vm.management_address and str(n.address) != vm.management_address:
+            p.append(Problem(f"openshift.nodes[{i}].address",
+                             f"{n.address} differs from VM {n.name}'s management address {vm.management_address}; "
+                             "leave it out or make them equal"))
+        if n.mac is not None and vm.mac and n.mac != vm.mac:
+            p.append(Problem(f"openshift.nodes[{i}].mac",
+                             f"{n.mac} differs from VM {n.name}'s MAC {vm.mac}; leave it out or make them equal"))
+    return p
+
+
+def _network_problems(lab: "LabConfig", node_count: int) -> list[Problem]:
+    oc = lab.openshift
+    nets = oc.networks
+    base = "openshift.networks"
+    cluster = ipaddress.IPv4Network(nets.cluster_network.cidr)
+    service = ipaddress.IPv4Network(nets.service_network)
+    named = [(f"{base}.clusterNetwork.cidr", cluster), (f"{base}.serviceNetwork", service)]
+    named += [(f"{base}.machineNetwork[{i}]", ipaddress.IPv4Network(c)) for i, c in enumerate(nets.machine_network)]
+    if lab.vsphere is not None:
+        named.append(("vsphere.networks.rdma.cidr", ipaddress.IPv4Network(lab.vsphere.networks.rdma.cidr)))
+    p: list[Problem] = []
+    for i, (path_a, a) in enumerate(named):
+        for path_b, b in named[i + 1:]:
+            if a.overlaps(b):
+                p.append(Problem(path_b, f"{b} overlaps {a} ({path_a}); cluster, service, machine and RDMA "
+                                         "networks must not share addresses"))
+    if oc.network_type == "OVNKubernetes":
+        for path, net in named[:2 + len(nets.machine_network)]:
+            for reserved in OVN_RESERVED:
+                if net.overlaps(reserved):
+                    p.append(Problem(path, f"{net} overlaps {reserved}, which OVN-Kubernetes uses internally"))
+
+    prefix = nets.cluster_network.host_prefix
+    if prefix <= cluster.prefixlen:
+        p.append(Problem(f"{base}.clusterNetwork.hostPrefix",
+                         f"/{prefix} must be longer than the cluster network's /{cluster.prefixlen}"))
+    else:
+        capacity = 2 ** (prefix - cluster.prefixlen)
+        if capacity < node_count:
+            p.append(Problem(f"{base}.clusterNetwork.hostPrefix",
+                             f"/{prefix} in {cluster} gives {capacity} node subnets for {node_count} nodes; "
+                             "use a shorter hostPrefix or a bigger cluster network"))
+    if nets.gateway is not None and not any(nets.gateway in ipaddress.IPv4Network(c) for c in nets.machine_network):
+        p.append(Problem(f"{base}.gateway", f"{nets.gateway} is outside the machine network(s)"))
+    return p
+
+
+def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) -> list[Problem]:
+    p: list[Problem] = []
+    helper = oc.helper
+    for key, addr in (("address", helper.address), ("loadBalancerAddress", helper.load_balancer_address)):
+        if addr is not None and str(addr) in node_addresses:
+            p.append(Problem(f"openshift.helper.{key}",
+                             f"{addr} is also a node's address; the helper needs an address of its own"))
+    if helper.http_port in (80, 443, 6443, 22623) and helper.load_balancer_address in (None, helper.address):
+        p.append(Problem("openshift.helper.httpPort",
+                         f"{helper.http_port} is a load-balancer port on the same address; use another, e.g. 8080"))
+    return p

@@ -1,0 +1,44 @@
+"""Files of the openshift section for review (`make render`): secrets shown as <redacted>."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from components.openshift.config import IGNITION_NAME, plan
+from components.openshift.renderers import (
+    PXE_ROLES,
+    REDACTED,
+    pxe_nodes,
+    pxelinux_mac_name,
+    render_dnsmasq_conf,
+    render_grub_cfg,
+    render_haproxy_cfg,
+    render_hosts,
+    render_install_config,
+    render_pointer_ignition,
+    render_pxelinux_default,
+    render_pxelinux_node,
+)
+
+if TYPE_CHECKING:
+    from components.config import LabConfig
+
+
+def render_files(lab: "LabConfig") -> dict[str, str]:
+    """Paths under the render directory -> contents; empty when the stack has no openshift."""
+    if lab.openshift is None:
+        return {}
+    p = plan(lab)
+    files = {
+        "openshift/install-config.yaml": render_install_config(p, REDACTED, REDACTED, REDACTED),
+        "openshift/dnsmasq.conf": render_dnsmasq_conf(p),
+        "openshift/hosts.dnsmasq": render_hosts(p),
+        "openshift/haproxy.cfg": render_haproxy_cfg(p),
+        "openshift/pxe/pxelinux.cfg/default": render_pxelinux_default(p),
+        "openshift/pxe/grub.cfg": render_grub_cfg(p),
+    }
+    for node in pxe_nodes(p):
+        files[f"openshift/pxe/pxelinux.cfg/{pxelinux_mac_name(node.mac)}"] = render_pxelinux_node(p, node)
+    for role in PXE_ROLES:
+        files[f"openshift/ignition/{IGNITION_NAME[role]}.ign"] = render_pointer_ignition(p, role)
+    return files

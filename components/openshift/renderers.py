@@ -1,0 +1,623 @@
+"""Pure text renderers: everything that lands on the helper node or a node's boot path.
+
+Each takes a `ClusterPlan` (and, where needed, secret values as plain strings inside an
+`apply`) and returns text. Nothing here touches Pulumi, the network or the file system.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import json
+import shlex
+from typing import Optional
+from urllib.parse import urlsplit
+
+import yaml
+
+from components.openshift.config import IGNITION_NAME, ClusterNode, ClusterPlan
+
+REDACTED = "<redacted>"
+IGNITION_SPEC = "3.2.0"
+
+API_PORT = 6443
+MCS_PORT = 22623
+HTTP_PORT = 80
+HTTPS_PORT = 443
+FRONTENDS = (API_PORT, MCS_PORT, HTTP_PORT, HTTPS_PORT)
+
+PXE_ROLES = ("bootstrap", "control-plane", "worker")
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- install-config.yaml
+
+
+def render_install_config(
+    plan: ClusterPlan, pull_secret: str, ssh_key: str, vcenter_password: Optional[str] = None
+) -> str:
+    """install-config.yaml for `openshift-install create ignition-configs` (UPI)."""
+    oc = plan.config
+    nets = oc.networks
+    control = len([n for n in oc.nodes if n.role == "control-plane"])
+    doc: dict = {
+        "apiVersion": "v1",
+        "baseDomain": oc.base_domain,
+        "metadata": {"name": oc.cluster_name},
+        # Compute machines are user-provisioned: the installer must not try to create any.
+        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0}],
+        "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": control},
+        "networking": {
+            "networkType": oc.network_type,
+            "clusterNetwork": [{"cidr": nets.cluster_network.cidr, "hostPrefix": nets.cluster_network.host_prefix}],
+            "serviceNetwork": [nets.service_network],
+            "machineNetwork": [{"cidr": c} for c in nets.machine_network],
+        },
+        "platform": {"none": {}},
+        "pullSecret": pull_secret,
+        "sshKey": ssh_key,
+    }
+    if oc.platform == "vsphere" and oc.vcenter is not None:
+        doc["platform"] = {"vsphere": _vsphere_platform(plan, vcenter_password or REDACTED)}
+    if oc.single_node:
+        control_plane = next(n for n in plan.nodes if n.role == "control-plane")
+        doc["bootstrapInPlace"] = {"installationDisk": control_plane.install_device}
+    return yaml.safe_dump(doc, sort_keys=False, width=1000)
+
+
+def _vsphere_platform(plan: ClusterPlan, password: str) -> dict:
+    oc = plan.config
+    vc = oc.vcenter
+    # lab.vsphere is guaranteed by the rules when platform is vsphere; the renderer stays total.
+    vs = plan.vsphere
+    dc = vs.datacenter if vs else ""
+    topology = {
+        "datacenter": dc,
+        "computeCluster": f"/{dc}/host/{vs.cluster}" if vs else "",
+        "datastore": f"/{dc}/datastore/{vs.datastore}" if vs else "",
+        "networks": [vs.networks.management.port_group] if vs else [],
+    }
+    if vs and vs.folder:
+        topology["folder"] = f"/{dc}/vm/{vs.folder}"
+    return {
+        "vcenters": [{"server": vc.server, "user": vc.user, "password": password, "datacenters": [dc]}],
+        "failureDomains": [{"name": "lab", "region": "lab", "zone": "lab", "server": vc.server, "topology": topology}],
+    }
+
+
+# ---------------------------------------------------------------- DNS: dnsmasq
+
+
+def _reverse(address: str) -> str:
+    return ipaddress.IPv4Address(address).reverse_pointer
+
+
+def render_hosts(plan: ClusterPlan) -> str:
+    """hosts.dnsmasq: each node's own name first (OpenShift reads it), then FQDN and aliases."""
+    d = plan.domain
+    lines = [f"# hosts of OpenShift cluster {d} (rendered by gpu-lab)", "# nodes: node name first, then its FQDN"]
+    etcd = {n.name: i for i, n in enumerate(plan.of_role("control-plane"))}
+    for node in plan.nodes:
+        names = [node.name, f"{node.name}.{d}"]
+        if node.name in etcd:
+            names.append(f"etcd-{etcd[node.name]}.{d}")
+        lines.append(f"{node.address:<15} {' '.join(names)}")
+    lines += ["# load balancer: the API for clients and for the cluster itself",
+              f"{plan.lb_address:<15} api.{d} api-int.{d}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_dnsmasq_conf(plan: ClusterPlan) -> str:
+    """dnsmasq configuration: cluster records, optional DHCP reservations, PXE boot files."""
+    oc = plan.config
+    d = plan.domain
+    helper = oc.helper
+    out = [
+        f"# dnsmasq for OpenShift cluster {d} (rendered by gpu-lab; edits on the host are overwritten)",
+        "domain-needed",
+        "bogus-priv",
+    ]
+    if helper.dns_upstreams:
+        out.append("no-resolv")
+        out += [f"server={s}" for s in helper.dns_upstreams]
+    out += [
+        "",
+        "# the cluster's names are answered here only, never forwarded",
+        f"local=/{d}/",
+        f"addn-hosts={helper.paths.hosts_file}",
+        "",
+        "# every *.apps name goes to the load balancer (the ingress routers sit behind it)",
+        f"address=/apps.{d}/{plan.lb_address}",
+        "",
+        "# reverse records: RHCOS takes its host name from them",
+    ]
+    out += [f"ptr-record={_reverse(n.address)},{n.name}.{d}" for n in plan.nodes]
+    out += ["", "# etcd SRV records as in the guide (current releases ignore them)"]
+    out += [
+        f"srv-host=_etcd-server-ssl._tcp.{d},etcd-{i}.{d},2380,0,10"
+        for i, _ in enumerate(plan.of_role("control-plane"))
+    ]
+    if oc.dhcp.enabled:
+        out += ["", "# DHCP: reservations only, no dynamic pool"]
+        for i, cidr in enumerate(oc.networks.machine_network):
+            net = ipaddress.IPv4Network(cidr)
+            out.append(f"dhcp-range=set:machine{i},{net.network_address},static,{net.netmask},{oc.dhcp.lease_time}")
+            gateway = plan.gateway
+            if gateway and ipaddress.IPv4Address(gateway) in net:
+                out.append(f"dhcp-option=tag:machine{i},option:router,{gateway}")
+        out.append(f"dhcp-option=option:dns-server,{helper.address}")
+        out.append(f"dhcp-option=option:domain-name,{d}")
+        out += [f"dhcp-host={n.mac},{n.address},{n.name},{oc.dhcp.lease_time}" for n in plan.nodes if n.mac]
+    if plan.pxe_wanted:
+        out += [
+            "",
+            "# PXE: UEFI clients (client-arch 7 and 9, e.g. DGX) get GRUB, BIOS clients pxelinux",
+            "enable-tftp",
+            f"tftp-root={helper.paths.tftp_root}",
+            "dhcp-match=set:efi-x86_64,option:client-arch,7",
+            "dhcp-match=set:efi-x86_64,option:client-arch,9",
+            "dhcp-boot=tag:efi-x86_64,grubx64.efi",
+            "dhcp-boot=tag:!efi-x86_64,pxelinux.0",
+        ]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- HAProxy
+
+
+def backends(plan: ClusterPlan) -> dict[int, list[ClusterNode]]:
+    """Frontend port -> the nodes behind it."""
+    control = plan.of_role("control-plane")
+    bootstrap = plan.of_role("bootstrap")
+    return {
+        API_PORT: bootstrap + control,
+        MCS_PORT: bootstrap + control,
+        HTTP_PORT: plan.ingress,
+        HTTPS_PORT: plan.ingress,
+    }
+
+
+def load_balancer_intent(plan: ClusterPlan) -> dict:
+    """The contract's `loadBalancer` property: {frontends: [port], backends: {port: [names]}}."""
+    return {
+        "frontends": list(FRONTENDS),
+        "backends": {str(port): [n.name for n in nodes] for port, nodes in backends(plan).items()},
+    }
+
+
+_LISTENS = (
+    # name, port, extra lines, server check options
+    ("api-server", API_PORT,
+     ("option httpchk", "http-check send meth GET uri /readyz", "http-check expect status 200"),
+     "check check-ssl verify none"),
+    ("machine-config-server", MCS_PORT, (), "check"),
+    ("ingress-http", HTTP_PORT, (), "check"),
+    ("ingress-https", HTTPS_PORT, (), "check"),
+)
+
+
+def render_haproxy_cfg(plan: ClusterPlan) -> str:
+    """haproxy.cfg: TCP pass-through to addresses (no DNS needed to start or to check it)."""
+    lb = plan.lb_address
+    members = backends(plan)
+    out = [
+        f"# HAProxy for OpenShift cluster {plan.domain} (rendered by gpu-lab; edits on the host are overwritten)",
+        "global",
+        "    log /dev/log local0 info",
+        "    maxconn 4000",
+        "    user haproxy",
+        "    group haproxy",
+        "",
+        "defaults",
+        "    mode tcp",
+        "    log global",
+        "    option tcplog",
+        "    option dontlognull",
+        "    retries 3",
+        "    timeout connect 10s",
+        # API watches are long-lived; clients reconnect after this.
+        "    timeout client 1h",
+        "    timeout server 1h",
+        "    timeout check 5s",
+        "    default-server inter 2s fall 2 rise 2",
+    ]
+    for name, port, extra, check in _LISTENS:
+        out += ["", f"listen {name}", f"    bind {lb}:{port}", "    mode tcp", "    balance roundrobin"]
+        out += [f"    {line}" for line in extra]
+        nodes = members[port]
+        if not nodes:
+            out.append("    # no node in this role yet")
+        out += [f"    server {n.name} {n.address}:{port} {check}" for n in nodes]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- PXE
+
+
+def _kernel_args(plan: ClusterPlan, role: str, install_device: str) -> str:
+    oc = plan.config
+    args = [
+        "ip=dhcp",
+        "rd.neednet=1",
+        f"coreos.inst.install_dev={install_device}",
+        f"coreos.live.rootfs_url={plan.image_url(oc.rhcos.rootfs)}",
+        f"coreos.inst.ignition_url={plan.ignition_url(role)}",
+    ]
+    return " ".join(args + list(oc.kernel_args))
+
+
+def _pxe_label(role: str) -> str:
+    return IGNITION_NAME[role]
+
+
+def _role_device(plan: ClusterPlan, role: str) -> str:
+    """The install device every node of the role shares, else the cluster default."""
+    devices = {n.install_device for n in plan.of_role(role)}
+    return devices.pop() if len(devices) == 1 else plan.config.install_device
+
+
+def _pxelinux_entry(plan: ClusterPlan, label: str, role: str, install_device: str) -> list[str]:
+    oc = plan.config
+    return [
+        f"LABEL {label}",
+        f"    MENU LABEL Install RHCOS: {label}",
+        f"    KERNEL {plan.image_url(oc.rhcos.kernel)}",
+        f"    APPEND initrd={plan.image_url(oc.rhcos.initramfs)} {_kernel_args(plan, role, install_device)}",
+    ]
+
+
+def render_pxelinux_default(plan: ClusterPlan) -> str:
+    """pxelinux.cfg/default (BIOS): one entry per role; unknown machines boot their disk."""
+    out = [
+        f"# PXE menu (BIOS) for OpenShift cluster {plan.domain} (rendered by gpu-lab)",
+        "# Machines with a configured MAC get pxelinux.cfg/01-<mac> and install unattended.",
+        "DEFAULT local",
+        "PROMPT 1",
+        "TIMEOUT 100",
+        "",
+        "LABEL local",
+        "    MENU LABEL Boot from local disk",
+        "    LOCALBOOT 0",
+    ]
+    for role in PXE_ROLES:
+        out += [""] + _pxelinux_entry(plan, _pxe_label(role), role, _role_device(plan, role))
+    return "\n".join(out) + "\n"
+
+
+def pxelinux_mac_name(mac: str) -> str:
+    """pxelinux's per-machine file name: 01 (Ethernet) and the MAC with dashes."""
+    return "01-" + mac.lower().replace(":", "-")
+
+
+def pxe_nodes(plan: ClusterPlan) -> list[ClusterNode]:
+    """Bare-metal nodes that PXE picks out by MAC."""
+    return [n for n in plan.nodes if n.platform == "baremetal" and n.mac]
+
+
+def render_pxelinux_node(plan: ClusterPlan, node: ClusterNode) -> str:
+    """pxelinux.cfg/01-<mac>: this node installs its role without a prompt."""
+    out = [f"# {node.name} ({node.role}) of OpenShift cluster {plan.domain} (rendered by gpu-lab)",
+           f"DEFAULT {node.name}", "PROMPT 0", "TIMEOUT 0", ""]
+    out += _pxelinux_entry(plan, node.name, node.role, node.install_device)
+    return "\n".join(out) + "\n"
+
+
+def _grub_path(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or 80
+    return f"(http,{parts.hostname}:{port}){parts.path}"
+
+
+def _grub_entry(plan: ClusterPlan, entry_id: str, title: str, role: str, install_device: str) -> list[str]:
+    oc = plan.config
+    return [
+        f"menuentry '{title}' --id {entry_id} {{",
+        f"    linux {_grub_path(plan.image_url(oc.rhcos.kernel))} {_kernel_args(plan, role, install_device)}",
+        f"    initrd {_grub_path(plan.image_url(oc.rhcos.initramfs))}",
+        "}",
+    ]
+
+
+def render_grub_cfg(plan: ClusterPlan) -> str:
+    """grub.cfg (UEFI, e.g. DGX): one entry per role, configured MACs install unattended."""
+    out = [
+        f"# PXE menu (UEFI) for OpenShift cluster {plan.domain} (rendered by gpu-lab)",
+        "set timeout=10",
+        "set default=local",
+    ]
+    for node in pxe_nodes(plan):
+        out += [f'if [ "${{net_default_mac}}" = "{node.mac}" ]; then', f"    set default={node.name}",
+                "    set timeout=0", "fi"]
+    out += ["", "menuentry 'Boot from local disk' --id local {", "    exit", "}"]
+    for role in PXE_ROLES:
+        label = _pxe_label(role)
+        out += [""] + _grub_entry(plan, label, f"Install RHCOS: {label}", role, _role_device(plan, role))
+    for node in pxe_nodes(plan):
+        out += [""] + _grub_entry(plan, node.name, f"Install RHCOS: {node.name} ({node.role})", node.role,
+                                  node.install_device)
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- ignition
+
+
+def render_pointer_ignition(plan: ClusterPlan, role: str) -> str:
+    """A small ignition config that merges the full one from the helper's HTTP server."""
+    doc = {"ignition": {"version": IGNITION_SPEC, "config": {"merge": [{"source": plan.ignition_url(role)}]}}}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def network_kargs(plan: ClusterPlan, node: ClusterNode) -> str:
+    """Static dracut ip= arguments for a vSphere node (management, and RDMA when it has one)."""
+    oc = plan.config
+    net = plan.machine_network_of(node.address)
+    netmask = net.netmask if net else "255.255.255.0"
+    gateway = plan.gateway or ""
+    args = [f"ip={node.address}::{gateway}:{netmask}:{node.name}.{plan.domain}:{oc.interfaces.management}:none"]
+    if node.rdma_address and plan.rdma_cidr:
+        rdma = ipaddress.IPv4Network(plan.rdma_cidr)
+        mtu = f":{plan.rdma_mtu}" if plan.rdma_mtu else ""
+        args.append(f"ip={node.rdma_address}:::{rdma.netmask}::{oc.interfaces.rdma}:none{mtu}")
+    args.append(f"nameserver={oc.helper.address}")
+    return " ".join(args)
+
+
+def vm_extra_config(ignition: str, kargs: str) -> dict[str, str]:
+    """The VM advanced settings RHCOS reads on vSphere (afterburn and ignition guestinfo)."""
+    return {
+        "guestinfo.ignition.config.data": base64.b64encode(ignition.encode()).decode(),
+        "guestinfo.ignition.config.data.encoding": "base64",
+        "guestinfo.afterburn.initrd.network-kargs": kargs,
+    }
+
+
+# ---------------------------------------------------------------- lifecycle scripts
+
+# Files openshift-install leaves in the install dir, by the key the component reads them under.
+IGNITION_OUTPUTS = {
+    "bootstrap": "bootstrap.ign",
+    "master": "master.ign",
+    "worker": "worker.ign",
+    "kubeconfig": "auth/kubeconfig",
+}
+SINGLE_NODE_IGNITION = "bootstrap-in-place-for-live-iso.ign"
+
+
+def render_ignition_script(install_dir: str, installer: str, single_node: bool = False) -> str:
+    """Shell run by the local Command: install-config on stdin, JSON of base64 results on stdout.
+
+    The installer consumes install-config.yaml and bakes 24-hour certificates into the
+    ignition, so every run starts from an empty directory.
+    """
+    if single_node:
+        target = "single-node-ignition-config"
+        files = {"master": SINGLE_NODE_IGNITION, "worker": "worker.ign", "kubeconfig": "auth/kubeconfig"}
+    else:
+        target = "ignition-configs"
+        files = IGNITION_OUTPUTS
+    emits = "\n".join(f"emit {key} {shlex.quote(path)}" for key, path in files.items())
+    return f"""set -eu
+dir={shlex.quote(install_dir)}
+installer={shlex.quote(installer)}
+if ! command -v "$installer" >/dev/null 2>&1; then
+    echo "openshift-install not found as '$installer': download it for your OpenShift release" \\
+         "and set gpu-lab:openshift.installer to its path" >&2
+    exit 127
+fi
+case "$dir" in ""|/) echo "refusing to use '$dir' as the install dir" >&2; exit 2;; esac
+rm -rf "$dir"
+mkdir -p "$dir"
+umask 077
+cat > "$dir/install-config.yaml"
+# the installer deletes install-config.yaml; keep the copy the guide recommends
+cp "$dir/install-config.yaml" "$dir/install-config.yaml.orig"
+"$installer" --dir "$dir" create {target} >&2
+sep='{{'
+emit() {{
+    if [ -f "$dir/$2" ]; then
+        printf '%s"%s":"%s"' "$sep" "$1" "$(base64 < "$dir/$2" | tr -d '\\n')"
+        sep=','
+    fi
+}}
+{emits}
+if [ "$sep" = '{{' ]; then printf '{{'; fi
+printf '}}\\n'
+"""
+
+
+def parse_ignition_stdout(stdout: Optional[str]) -> dict[str, str]:
+    """Decode the ignition script's stdout into {key: file text}; empty before it has run."""
+    if not stdout:
+        return {}
+    return {key: base64.b64decode(value).decode() for key, value in json.loads(stdout).items()}
+
+
+def render_wait_script(install_dir: str, installer: str, stage: str) -> str:
+    """`openshift-install wait-for <stage>` with the installer checked first."""
+    return f"""set -eu
+installer={shlex.quote(installer)}
+command -v "$installer" >/dev/null 2>&1 || {{ echo "openshift-install not found as '$installer'" >&2; exit 127; }}
+exec "$installer" --dir {shlex.quote(install_dir)} wait-for {stage}
+"""
+
+
+CSR_TIMEOUT_S = 3600
+CSR_INTERVAL_S = 20
+
+
+def render_csr_script(
+    plan: ClusterPlan, oc_bin: str, kubeconfig: str,
+    timeout_s: int = CSR_TIMEOUT_S, interval_s: int = CSR_INTERVAL_S,
+) -> str:
+    """Approve pending CSRs of the configured nodes only, until every one of them has joined.
+
+    Kubelet client CSRs come from the node-bootstrapper service account with the node name in
+    the request's CN; serving CSRs come from the node itself. Anything else is left alone.
+    """
+    d = plan.domain
+    names = [n.name for n in plan.nodes if n.role != "bootstrap"]
+    allowed = " ".join(names + [f"{n}.{d}" for n in names])
+    return f"""set -u
+oc={shlex.quote(oc_bin)}
+export KUBECONFIG={shlex.quote(kubeconfig)}
+allowed={shlex.quote(allowed)}
+want={shlex.quote(" ".join(names))}
+domain={shlex.quote(d)}
+command -v "$oc" >/dev/null 2>&1 || {{ echo "oc not found as '$oc': set gpu-lab:openshift.oc" >&2; exit 127; }}
+deadline=$(( $(date +%s) + {int(timeout_s)} ))
+# whole-word equality only: a CN with spaces must not match a run of names
+is_allowed() {{
+    for candidate in $allowed; do [ "$candidate" = "$1" ] && return 0; done
+    return 1
+}}
+pending=$(mktemp)
+trap 'rm -f "$pending"' EXIT
+while :; do
+    approved=0
+    "$oc" get csr -o go-template='{{{{range .items}}}}{{{{if not .status}}}}{{{{.metadata.name}}}} {{{{.spec.username}}}} {{{{.spec.request}}}}{{{{"\\n"}}}}{{{{end}}}}{{{{end}}}}' > "$pending" 2>/dev/null || :
+    while read -r name user request; do
+        case "$user" in
+            system:node:*) node=${{user#system:node:}} ;;
+            system:serviceaccount:openshift-machine-config-operator:node-bootstrapper)
+                node=$(printf '%s' "$request" | openssl base64 -d -A \\
+                    | openssl req -noout -subject -nameopt RFC2253 2>/dev/null \\
+                    | sed -n 's/.*CN=system:node:\\([^,]*\\).*/\\1/p') ;;
+            *) continue ;;
+        esac
+        if is_allowed "$node"; then
+            if "$oc" adm certificate approve "$name" >&2; then approved=$((approved + 1)); fi
+        else
+            echo "leaving CSR $name of '$node' pending: not a configured node" >&2
+        fi
+    done < "$pending"
+    joined=$("$oc" get nodes -o name 2>/dev/null || :)
+    missing=""
+    for n in $want; do
+        if ! printf '%s\\n' "$joined" | grep -qx -e "node/$n" -e "node/$n.$domain"; then
+            missing="$missing $n"
+        fi
+    done
+    if [ -z "$missing" ] && [ "$approved" -eq 0 ]; then
+        echo "every configured node has joined"
+        exit 0
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+        echo "timed out; nodes not joined:$missing" >&2
+        exit 1
+    fi
+    sleep {int(interval_s)}
+done
+"""
+
+
+# ---------------------------------------------------------------- helper-node install steps
+
+
+def _sudo(plan: ClusterPlan) -> str:
+    return "" if plan.config.helper.user == "root" else "sudo -n "
+
+
+def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
+    """Step -> {path under the staging dir: text}, for the plain (non-secret) files."""
+    steps = {
+        "dns": {"dnsmasq.conf": render_dnsmasq_conf(plan), "hosts.dnsmasq": render_hosts(plan)},
+        "lb": {"haproxy.cfg": render_haproxy_cfg(plan)},
+    }
+    if plan.pxe_wanted:
+        pxe = {"pxelinux.cfg/default": render_pxelinux_default(plan), "grub.cfg": render_grub_cfg(plan)}
+        for node in pxe_nodes(plan):
+            pxe[f"pxelinux.cfg/{pxelinux_mac_name(node.mac)}"] = render_pxelinux_node(plan, node)
+        steps["pxe"] = pxe
+    return steps
+
+
+def render_dns_install(plan: ClusterPlan) -> str:
+    """Check the staged dnsmasq config, put it and the hosts file in place, restart dnsmasq."""
+    paths = plan.config.helper.paths
+    s, sudo = shlex.quote(paths.staging), _sudo(plan)
+    return f"""set -eu
+{sudo}dnsmasq --test -C {s}/dnsmasq.conf
+{sudo}install -D -m 0644 {s}/hosts.dnsmasq {shlex.quote(paths.hosts_file)}
+{sudo}install -D -m 0644 {s}/dnsmasq.conf {shlex.quote(paths.dnsmasq_conf)}
+{sudo}systemctl enable dnsmasq
+{sudo}systemctl restart dnsmasq
+"""
+
+
+def render_lb_install(plan: ClusterPlan) -> str:
+    """Check the staged haproxy.cfg, put it in place, reload HAProxy."""
+    paths = plan.config.helper.paths
+    s, sudo = shlex.quote(paths.staging), _sudo(plan)
+    return f"""set -eu
+{sudo}haproxy -c -f {s}/haproxy.cfg
+{sudo}install -D -m 0644 {s}/haproxy.cfg {shlex.quote(paths.haproxy_cfg)}
+# SELinux keeps HAProxy off 6443/22623 unless allowed
+if command -v selinuxenabled >/dev/null 2>&1 && selinuxenabled; then {sudo}setsebool -P haproxy_connect_any 1; fi
+{sudo}systemctl enable haproxy
+{sudo}systemctl reload-or-restart haproxy
+"""
+
+
+def render_pxe_install(plan: ClusterPlan) -> str:
+    """Check the boot loaders and RHCOS images are there, put the PXE menus in the TFTP root."""
+    oc = plan.config
+    paths = oc.helper.paths
+    s, t, sudo = shlex.quote(paths.staging), shlex.quote(paths.tftp_root), _sudo(plan)
+    local_images = [loc for loc in (oc.rhcos.kernel, oc.rhcos.initramfs, oc.rhcos.rootfs) if not urlsplit(loc).scheme]
+    lines = ["set -eu", "missing="]
+    for loader in ("pxelinux.0", "grubx64.efi"):
+        lines.append(f'[ -f {t}/{loader} ] || missing="$missing {paths.tftp_root}/{loader}"')
+    for image in local_images:
+        target = shlex.quote(f"{paths.http_root}/{image}")
+        lines.append(f'[ -f {target} ] || missing="$missing {paths.http_root}/{image}"')
+    lines.append('if [ -n "$missing" ]; then echo "missing on the helper node:$missing (boot loaders from '
+                 'syslinux and grub/shim, images from the RHCOS mirror)" >&2; exit 1; fi')
+    for rel in staged_files(plan)["pxe"]:
+        lines.append(f"{sudo}install -D -m 0644 {s}/{shlex.quote(rel)} {t}/{shlex.quote(rel)}")
+    return "\n".join(lines) + "\n"
+
+
+def ignition_files(plan: ClusterPlan) -> dict[str, str]:
+    """Installer output key -> file name on the helper's HTTP server."""
+    files = {"master": "master.ign", "worker": "worker.ign"}
+    if plan.bootstrap_node is not None:
+        files = {"bootstrap": "bootstrap.ign", **files}
+    return files
+
+
+def render_ignition_install(plan: ClusterPlan) -> str:
+    """Publish the installer's ignition files on the helper's HTTP server."""
+    paths = plan.config.helper.paths
+    s, h, sudo = shlex.quote(paths.staging), shlex.quote(paths.http_root), _sudo(plan)
+    lines = ["set -eu"]
+    for file in ignition_files(plan).values():
+        lines.append(f"{sudo}install -D -m 0644 {s}/{file} {h}/{file}")
+    lines.append("# the guide: files served by httpd need its SELinux label")
+    lines.append(f"if command -v restorecon >/dev/null 2>&1; then {sudo}restorecon -R {h}; fi")
+    return "\n".join(lines) + "\n"
+
+
+PLACEHOLDER_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: placeholder
+  cluster: {server: "https://api.placeholder.invalid:6443"}
+contexts:
+- name: placeholder
+  context: {cluster: placeholder, user: admin}
+current-context: placeholder
+users:
+- name: admin
+  user: {token: placeholder}
+"""
+
+
+def placeholder_ignition_stdout() -> str:
+    """Stdout of the ignition step with placeholder files, for offline runs under mocks."""
+    files = {key: json.dumps({"ignition": {"version": IGNITION_SPEC}}) for key in ("bootstrap", "master", "worker")}
+    files["kubeconfig"] = PLACEHOLDER_KUBECONFIG
+    return json.dumps({k: base64.b64encode(v.encode()).decode() for k, v in files.items()})

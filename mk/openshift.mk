@@ -1,0 +1,7 @@
+.PHONY: openshift-test-tools test-openshift
+
+openshift-test-tools: ## tools for the OpenShift tests (haproxy, dnsmasq, ignition-validate, grub-script-check, dnspython)
+	bash scripts/install-openshift-test-tools.sh
+
+test-openshift: setup openshift-test-tools ## the OpenShift section's tests only
+	$(PYTHON) -m pytest -q tests/openshift

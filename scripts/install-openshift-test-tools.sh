@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install what tests/openshift needs: HAProxy (haproxy -c and a live proxy on loopback),
+# dnsmasq (a live resolver on a loopback port), ignition-validate (Debian's `ignition`),
+# grub-script-check (grub-common), dig (bind9-dnsutils, for people debugging), openssl (the
+# TLS health-check targets and the CSR script), and dnspython in the project venv.
+# Debian packages only; the tests start the daemons they need on loopback themselves.
+# Idempotent: nothing is installed when every tool is already there.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-${ROOT}/.venv/bin/python}"
+DNSPYTHON_VERSION="2.7.0"
+
+# tool -> Debian package
+declare -A PACKAGES=(
+    [haproxy]=haproxy
+    [dnsmasq]=dnsmasq-base
+    [ignition-validate]=ignition
+    [grub-script-check]=grub-common
+    [dig]=bind9-dnsutils
+    [openssl]=openssl
+)
+
+missing=()
+for tool in "${!PACKAGES[@]}"; do
+    # dnsmasq and haproxy live in /usr/sbin, which a non-login PATH may lack
+    if ! command -v "$tool" >/dev/null 2>&1 && [[ ! -x "/usr/sbin/$tool" ]]; then
+        missing+=("${PACKAGES[$tool]}")
+    fi
+done
+
+if ((${#missing[@]})); then
+    echo "install-openshift-test-tools: installing ${missing[*]}"
+    SUDO=""
+    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    $SUDO apt-get update -q
+    # dnsmasq-base has no service; haproxy's packaged config has no listener
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    echo "install-openshift-test-tools: haproxy, dnsmasq, ignition-validate, grub-script-check, dig, openssl present"
+fi
+
+if ! "$PYTHON" -c "import dns.resolver" 2>/dev/null; then
+    "$PYTHON" -m pip install -q "dnspython==${DNSPYTHON_VERSION}"
+fi

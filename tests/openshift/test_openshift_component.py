@@ -1,0 +1,282 @@
+"""OpenShiftUpi under Pulumi mocks: the whole program with the lab and guide stacks, and the
+component alone with an ignition step that "ran" (mocked stdout) to follow its outputs."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+import pulumi
+import pytest
+from openshift_helpers import sections
+
+from components.config import load_lab
+from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
+from components.openshift.config import plan
+from components.openshift.render import render_files
+from components.openshift.renderers import sha256
+from components.secrets import LabSecrets, MissingSecretError
+from tools.mockrun import run_program, run_stack, stack_config
+
+TYPE = "gpu-lab:openshift:OpenShiftUpi"
+
+
+def lab_config() -> dict:
+    # Without the add-ons: they are another section's, and need the kubeconfig the installer
+    # has not produced under mocks.
+    config = copy.deepcopy(stack_config("lab"))
+    config.pop("gpu-lab:addons", None)
+    return config
+
+
+@pytest.fixture(scope="module")
+def lab_run():
+    return run_program(lab_config(), stack="lab")
+
+
+@pytest.fixture(scope="module")
+def guide_run():
+    return run_stack("openshift")
+
+
+def lab_run_with(**changes):
+    config = lab_config()
+    config["gpu-lab:openshift"].update(changes)
+    return run_program(config, stack="lab")
+
+
+def test_component_registers_the_contract_intent(lab_run):
+    component = lab_run.named("openshift")
+    assert component.type == TYPE
+    props = component.plain()
+    assert props["clusterName"] == "sckub" and props["baseDomain"] == "lab.local"
+    assert props["controlPlaneCount"] == 3 and props["singleNode"] is False and props["bootstrap"] is True
+    assert props["loadBalancer"]["frontends"] == [6443, 22623, 80, 443]
+    assert props["loadBalancer"]["backends"]["6443"] == ["sckubbs01", "sckubm01", "sckubm02", "sckubm03"]
+    assert props["loadBalancer"]["backends"]["80"] == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+
+
+def test_children_are_named_after_the_component_and_parented_to_it(lab_run):
+    children = lab_run.children_of("openshift")
+    assert children and all(c.name.startswith("openshift-") for c in children)
+    names = {c.name for c in children}
+    assert {"openshift-ignition", "openshift-dns", "openshift-lb", "openshift-publish-ignition",
+            "openshift-approve-csrs"} <= names
+    assert "openshift-pxe" not in names  # no bare-metal node in the lab
+    assert "openshift-wait-bootstrap" not in names and "openshift-wait-install" not in names  # opt-in
+
+
+def test_ignition_command_reruns_on_install_config_change_and_keeps_it_secret(lab_run):
+    cmd = lab_run.named("openshift-ignition")
+    assert cmd.type == "command:local:Command"
+    inputs = cmd.plain()
+    assert "create ignition-configs" in inputs["create"]
+    assert "dir=build/lab/openshift-install" in inputs["create"]
+    assert "installer=openshift-install" in inputs["create"]
+    assert {"stdin", "triggers"} <= set(cmd.secret_paths())  # pull secret inside
+    # the placeholder secrets of the mock run flow into install-config, so its hash is the trigger
+    assert inputs["triggers"] == [sha256(inputs["stdin"])]
+    assert "pullSecret: <redacted>" in inputs["stdin"]
+    assert inputs["logging"] == "stderr"  # stdout carries ignition and kubeconfig
+
+
+def test_helper_connection_is_secret_with_dial_limits(lab_run):
+    remotes = [r for r in lab_run.children_of("openshift") if r.type.startswith("command:remote:")]
+    assert len(remotes) >= 8
+    for r in remotes:
+        assert "connection" in r.secret_paths(), r.name
+        conn = r.plain()["connection"]
+        assert conn["host"] == "172.16.7.5" and conn["user"] == "root"
+        assert conn["privateKey"] == "<redacted>"  # the placeholder secret, present and wrapped
+        assert conn["dialErrorLimit"] == 10 and conn["perDialTimeout"] == 30
+
+
+def test_services_restart_only_on_a_change_of_their_own_files(lab_run):
+    files = render_files(load_lab(sections("lab")))
+    dns = lab_run.named("openshift-dns").plain()
+    lb = lab_run.named("openshift-lb").plain()
+    assert dns["triggers"] == [sha256(files["openshift/dnsmasq.conf"]), sha256(files["openshift/hosts.dnsmasq"])]
+    assert lb["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
+    assert "systemctl restart dnsmasq" in dns["create"] and "reload-or-restart haproxy" in lb["create"]
+    # the commands do not embed file contents, so an unchanged file changes nothing
+    assert "api.sckub" not in dns["create"] and "server " not in lb["create"]
+    staged = lab_run.named("openshift-stage-haproxy-cfg").plain()
+    assert staged["remotePath"] == "/var/tmp/gpu-lab-openshift/haproxy.cfg"
+    assert staged["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
+
+    upstreams = lab_run_with(helper={"address": "172.16.7.5", "dnsUpstreams": ["172.16.31.1"]})
+    assert upstreams.named("openshift-dns").plain()["triggers"] != dns["triggers"]
+    assert upstreams.named("openshift-lb").plain()["triggers"] == lb["triggers"]
+    ingress = lab_run_with(ingressNodes=["sckubw01", "sckubw02"])
+    assert ingress.named("openshift-lb").plain()["triggers"] != lb["triggers"]
+    assert ingress.named("openshift-dns").plain()["triggers"] == dns["triggers"]
+
+
+def test_ignition_files_reach_the_helper_as_secrets(lab_run):
+    for role in ("bootstrap", "master", "worker"):
+        copy_ = lab_run.named(f"openshift-stage-{role}-ign")
+        assert copy_.plain()["remotePath"] == f"/var/tmp/gpu-lab-openshift/{role}.ign"
+        assert {"source", "triggers"} <= set(copy_.secret_paths())
+    publish = lab_run.named("openshift-publish-ignition")
+    assert "triggers" in publish.secret_paths()
+    assert "/var/www/html/bootstrap.ign" in publish.plain()["create"]
+
+
+def test_csr_approval_names_only_the_configured_nodes(lab_run):
+    script = lab_run.named("openshift-approve-csrs").plain()["create"]
+    assert 'want=\'sckubm01 sckubm02 sckubm03 sckubw01 sckubw02 sckubw03 sckubw04\'' in script
+    assert "sckubbs01" not in script
+    assert "export KUBECONFIG=build/lab/openshift-install/auth/kubeconfig" in script
+    assert "xargs" not in script  # never the guide's approve-everything pipeline
+
+
+def test_vms_get_ignition_and_network_kargs(lab_run):
+    vms = {r.name: r for r in lab_run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
+    bootstrap = vms["vms-sckubbs01"].plain()["extraConfig"]
+    pointer = json.loads(base64.b64decode(bootstrap["guestinfo.ignition.config.data"]))
+    assert pointer["ignition"]["config"]["merge"] == [{"source": "http://172.16.7.5:8080/bootstrap.ign"}]
+    assert bootstrap["guestinfo.ignition.config.data.encoding"] == "base64"
+    assert bootstrap["guestinfo.afterburn.initrd.network-kargs"].startswith("ip=172.16.7.10::")
+    worker = vms["vms-sckubw01"]
+    assert "extraConfig" in worker.secret_paths()  # the installer's worker.ign
+    assert "ip=192.168.0.51:::255.255.255.0::ens224:none:9000" in \
+        worker.plain()["extraConfig"]["guestinfo.afterburn.initrd.network-kargs"]
+
+
+def test_bootstrap_false_removes_bootstrap_vm_backend_and_files():
+    run = lab_run_with(bootstrap=False)
+    props = run.named("openshift").plain()
+    assert props["bootstrap"] is False
+    assert all("sckubbs01" not in names for names in props["loadBalancer"]["backends"].values())
+    assert "vms-sckubbs01" not in {r.name for r in run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
+    names = {r.name for r in run.resources}
+    assert "openshift-stage-bootstrap-ign" not in names
+    assert "bootstrap.ign" not in run.named("openshift-publish-ignition").plain()["create"]
+
+
+def test_guide_stack_deploys_pxe_and_runs_the_install_lifecycle(guide_run):
+    names = {r.name for r in guide_run.resources}
+    assert not guide_run.of_type("vsphere:index/virtualMachine:VirtualMachine")
+    assert {"openshift-pxe", "openshift-stage-pxelinux-cfg-default", "openshift-stage-grub-cfg"} <= names
+    wait_bootstrap = guide_run.named("openshift-wait-bootstrap")
+    csr = guide_run.named("openshift-approve-csrs")
+    wait_install = guide_run.named("openshift-wait-install")
+    assert "wait-for bootstrap-complete" in wait_bootstrap.plain()["create"]
+    assert "wait-for install-complete" in wait_install.plain()["create"]
+    assert wait_install.plain()["logging"] == "none"  # it prints the kubeadmin password
+    props = guide_run.named("openshift").plain()
+    assert props["clusterName"] == "dgxpod" and props["controlPlaneCount"] == 3
+
+
+# ---------------------------------------------------------------- the component alone, ignition "done"
+
+FAKE_FILES = {
+    "bootstrap": '{"ignition":{"version":"3.2.0"},"storage":{}}',
+    "master": '{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int:22623/config/master"}]}}}',
+    "worker": '{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int:22623/config/worker"}]}}}',
+    "kubeconfig": "apiVersion: v1\nkind: Config\n",
+}
+
+
+class IgnitionRan(pulumi.runtime.Mocks):
+    """Every resource echoes its inputs; the ignition Command also has the installer's stdout."""
+
+    def __init__(self):
+        self.resources: dict[str, dict] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        outputs = dict(args.inputs)
+        if args.typ == "command:local:Command" and args.name.endswith("-ignition"):
+            outputs["stdout"] = json.dumps({k: base64.b64encode(v.encode()).decode() for k, v in FAKE_FILES.items()})
+        self.resources[args.name] = outputs
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        return {}
+
+
+def secrets(**missing) -> LabSecrets:
+    values = {k: pulumi.Output.secret(f"test-{k}") for k in
+              ("pull_secret", "ssh_public_key", "helper_ssh_private_key", "vcenter_password")}
+    values.update(missing)
+    return LabSecrets(**values)
+
+
+def resolve(output):
+    from pulumi.runtime.sync_await import _sync_await
+
+    return _sync_await(output.future()), _sync_await(output.is_secret())
+
+
+@pytest.fixture
+def mocks():
+    from pulumi.runtime.settings import SETTINGS
+
+    SETTINGS.rpc_manager.clear()
+    m = IgnitionRan()
+    pulumi.runtime.set_mocks(m, project="gpu-lab", stack="lab", preview=False)
+    return m
+
+
+def test_outputs_come_from_the_installer_and_stay_secret(mocks):
+    component = OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=load_lab(sections("lab")), secrets=secrets()))
+    kubeconfig, secret = resolve(component.kubeconfig)
+    assert kubeconfig == FAKE_FILES["kubeconfig"] and secret
+    extra, secret = resolve(pulumi.Output.from_input(component.vm_extra_config["sckubm02"]))
+    assert secret
+    assert base64.b64decode(extra["guestinfo.ignition.config.data"]).decode() == FAKE_FILES["master"]
+    assert "ip=172.16.7.12::" in extra["guestinfo.afterburn.initrd.network-kargs"]
+    extra, _ = resolve(pulumi.Output.from_input(component.vm_extra_config["sckubw03"]))
+    assert base64.b64decode(extra["guestinfo.ignition.config.data"]).decode() == FAKE_FILES["worker"]
+    assert set(component.vm_extra_config) == {n.name for n in plan(load_lab(sections("lab"))).nodes}
+    assert component.api_url == "https://api.sckub.lab.local:6443"
+
+
+def test_install_dir_and_installer_are_configurable(mocks):
+    raw = sections("lab")
+    raw["openshift"]["installer"] = "/opt/ocp/4.16/openshift-install"
+    component = OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=load_lab(raw), secrets=secrets(),
+                                                           install_dir="/srv/ocp/sckub"))
+    resolve(component.kubeconfig)  # the ignition Command has been registered once this resolves
+    cmd = mocks.resources["openshift-ignition"]
+    assert "installer=/opt/ocp/4.16/openshift-install" in cmd["create"]
+    assert "dir=/srv/ocp/sckub" in cmd["create"]
+    assert cmd["delete"] == "rm -rf /srv/ocp/sckub"
+    assert component.install_dir == "/srv/ocp/sckub"
+
+
+def test_missing_helper_key_is_named():
+    with pytest.raises(MissingSecretError, match="gpu-lab:helperSshPrivateKey"):
+        OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=load_lab(sections("openshift")),
+                                                   secrets=secrets(helper_ssh_private_key=None)))
+
+
+def test_missing_pull_secret_fails_the_program():
+    config = copy.deepcopy(stack_config("openshift"))
+    from tools.mockrun import placeholder_secrets
+
+    values = placeholder_secrets(config)
+    values["gpu-lab:pullSecret"] = None
+    with pytest.raises(Exception, match="gpu-lab:pullSecret"):
+        run_program(config, stack="openshift", secrets=values)
+
+
+def test_whole_lab_runs_once_mocks_give_the_ignition_step_its_stdout(monkeypatch):
+    # What tools.mockrun.LabMocks needs so the add-ons get the kubeconfig under mocks.
+    import tools.mockrun as mockrun
+    from components.openshift.renderers import parse_ignition_stdout, placeholder_ignition_stdout
+
+    class WithIgnition(mockrun.LabMocks):
+        def new_resource(self, args):
+            rid, outputs = super().new_resource(args)
+            if args.typ == "command:local:Command" and args.name.endswith("-ignition"):
+                outputs = {**outputs, "stdout": placeholder_ignition_stdout()}
+            return rid, outputs
+
+    monkeypatch.setattr(mockrun, "LabMocks", WithIgnition)
+    run = run_stack("lab")
+    assert run.named("openshift").type == TYPE
+    assert set(parse_ignition_stdout(placeholder_ignition_stdout())) == {"bootstrap", "master", "worker", "kubeconfig"}
+    master = run.named("vms-sckubm01").plain()["extraConfig"]["guestinfo.ignition.config.data"]
+    assert json.loads(base64.b64decode(master)) == {"ignition": {"version": "3.2.0"}}

@@ -1,0 +1,230 @@
+"""The openshift section: both stacks load, nodes resolve from lab.vms(), bad input is named."""
+
+from __future__ import annotations
+
+import pytest
+from components.config import load_lab
+from components.model import ConfigError
+from components.openshift.config import plan
+
+
+def problems(raw: dict) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as err:
+        load_lab(raw)
+    return [(p.path, p.message) for p in err.value.problems]
+
+
+def assert_problem(raw: dict, path: str, fragment: str) -> None:
+    found = problems(raw)
+    assert any(p == path and fragment in m for p, m in found), found
+
+
+def test_lab_nodes_take_addresses_from_the_vsphere_plan(lab_sections):
+    p = plan(load_lab(lab_sections))
+    by_name = {n.name: n for n in p.nodes}
+    assert by_name["sckubbs01"].address == "172.16.7.10"
+    assert [by_name[f"sckubm0{i}"].address for i in (1, 2, 3)] == ["172.16.7.11", "172.16.7.12", "172.16.7.13"]
+    assert by_name["sckubw04"].address == "172.16.7.54"
+    assert by_name["sckubw04"].rdma_address == "192.168.0.54"
+    assert by_name["sckubm01"].rdma_address is None
+    assert p.domain == "sckub.lab.local"
+    assert p.lb_address == "172.16.7.5"
+    assert not p.pxe_wanted  # every lab node is a VM cloned from the RHCOS template
+
+
+def test_guide_stack_resolves_its_own_numbers(openshift_sections):
+    lab = load_lab(openshift_sections)
+    assert lab.vsphere is None and lab.vms() == []
+    p = plan(lab)
+    assert p.domain == "dgxpod.nvidia.com"
+    assert p.lb_address == "10.33.3.54"
+    assert p.http_base == "http://10.33.3.18:8080"
+    assert [n.address for n in p.of_role("control-plane")] == ["10.33.3.50", "10.33.3.51", "10.33.3.52"]
+    assert [n.address for n in p.of_role("worker")] == ["10.33.3.44", "10.33.3.46"]
+    assert p.bootstrap_node.address == "10.33.3.53"
+    assert lab.openshift.network_type == "OVNKubernetes"
+    assert p.pxe_wanted
+
+
+def test_bootstrap_false_drops_the_bootstrap_node_and_vm(lab_sections):
+    lab_sections["openshift"]["bootstrap"] = False
+    lab = load_lab(lab_sections)
+    assert "sckubbs01" not in {n.name for n in plan(lab).nodes}
+    assert "sckubbs01" not in {vm.name for vm in lab.vms()}
+    assert plan(lab).bootstrap_node is None
+
+
+def test_every_lab_vm_is_a_node_without_listing_it(lab_sections):
+    assert "nodes" not in lab_sections["openshift"]
+    p = plan(load_lab(lab_sections))
+    assert [(n.name, n.role, n.platform) for n in p.nodes][:2] == [
+        ("sckubbs01", "bootstrap", "vsphere"), ("sckubm01", "control-plane", "vsphere")]
+    assert len(p.nodes) == 8
+
+
+def test_listed_vm_details_that_agree_are_accepted(lab_sections):
+    lab_sections["vsphere"]["controlPlane"]["macs"] = ["00:50:56:00:00:01", "00:50:56:00:00:02", "00:50:56:00:00:03"]
+    lab_sections["openshift"]["nodes"] = [
+        {"name": "sckubm02", "role": "control-plane", "platform": "vsphere", "address": "172.16.7.12"},
+        {"name": "sckubm03", "role": "control-plane", "platform": "vsphere", "mac": "00:50:56:00:00:03",
+         "installDevice": "/dev/nvme0n1"},
+        {"name": "dgx01", "role": "worker", "address": "172.16.7.81", "mac": "0c:42:a1:00:00:81"},
+    ]
+    p = plan(load_lab(lab_sections))
+    nodes = {n.name: n for n in p.nodes}
+    assert nodes["sckubm01"].mac == "00:50:56:00:00:01"
+    assert nodes["sckubm03"].install_device == "/dev/nvme0n1"
+    assert nodes["dgx01"].platform == "baremetal" and p.pxe_wanted
+
+
+def test_clashes_among_vms_are_left_to_the_vsphere_section(lab_sections):
+    lab_sections["vsphere"]["workers"]["macs"] = ["00:50:56:00:00:01"] * 4
+    found = problems(lab_sections)
+    assert [path for path, _ in found] == ["vsphere"]
+
+
+def test_single_node_is_an_explicit_opt_in(openshift_sections):
+    oc = openshift_sections["openshift"]
+    oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("master-0", "worker-0")]
+    assert_problem(openshift_sections, "openshift.nodes", "at least 3")
+    oc.update(singleNode=True)
+    assert_problem(openshift_sections, "openshift.bootstrap", "set bootstrap: false")
+    oc.update(bootstrap=False)
+    assert load_lab(openshift_sections).openshift.single_node
+
+
+# (mutation of the guide's stack, key path, part of the message)
+GUIDE_CASES = {
+    "two control-plane nodes": (
+        lambda oc: oc["nodes"].pop(3), "openshift.nodes", "2 control-plane node(s); OpenShift needs at least 3"),
+    "two bootstrap nodes": (
+        lambda oc: oc["nodes"].append({"name": "bootstrap-2", "role": "bootstrap", "address": "10.33.3.60"}),
+        "openshift.nodes", "at most one"),
+    "bootstrap on without a bootstrap node": (
+        lambda oc: oc["nodes"].pop(0), "openshift.bootstrap", "needs a bootstrap node"),
+    "duplicate name": (
+        lambda oc: oc["nodes"][5].update(name="worker-0"), "openshift.nodes", "'worker-0' is used more than once"),
+    "duplicate address": (
+        lambda oc: oc["nodes"][5].update(address="10.33.3.44"), "openshift.nodes",
+        "address 10.33.3.44 is given to more than one node (worker-0, worker-1)"),
+    "duplicate MAC": (
+        lambda oc: [oc["nodes"][i].update(mac="52:54:00:aa:bb:cc") for i in (4, 5)], "openshift.nodes",
+        "MAC 52:54:00:aa:bb:cc is given to more than one node"),
+    "node outside the machine network": (
+        lambda oc: oc["nodes"][4].update(address="10.33.4.44"), "openshift.nodes[4].address",
+        "outside the machine network(s) 10.33.3.0/24"),
+    "bare metal without address": (
+        lambda oc: oc["nodes"][4].pop("address"), "openshift.nodes[4].address", "required for bare-metal nodes"),
+    "cluster and service networks overlap": (
+        lambda oc: oc["networks"].update(serviceNetwork="10.130.0.0/16"), "openshift.networks.serviceNetwork",
+        "overlaps 10.128.0.0/14"),
+    "machine network inside the cluster network": (
+        lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.32.0.0/14", "hostPrefix": 23}),
+        "openshift.networks.machineNetwork[0]", "10.33.3.0/24 overlaps 10.32.0.0/14"),
+    "OVN internal range": (
+        lambda oc: oc["networks"].update(serviceNetwork="100.64.0.0/16"), "openshift.networks.serviceNetwork",
+        "OVN-Kubernetes uses internally"),
+    "hostPrefix not longer than the cluster prefix": (
+        lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/14", "hostPrefix": 14}),
+        "openshift.networks.clusterNetwork.hostPrefix", "must be longer"),
+    "cluster network too small for the nodes": (
+        lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/22", "hostPrefix": 24}),
+        "openshift.networks.clusterNetwork.hostPrefix", "4 node subnets for 5 nodes"),
+    "gateway outside the machine network": (
+        lambda oc: oc["networks"].update(gateway="10.9.9.1"), "openshift.networks.gateway", "outside"),
+    "ingress node that is not a node": (
+        lambda oc: oc.update(ingressNodes=["worker-0", "bootstrap"]), "openshift.ingressNodes[1]",
+        "not a control-plane or worker node"),
+    "helper on a node's address": (
+        lambda oc: oc["helper"].update(address="10.33.3.50"), "openshift.helper.address", "also a node's address"),
+    "helper HTTP on a load-balancer port": (
+        lambda oc: oc["helper"].update(httpPort=443, loadBalancerAddress="10.33.3.18"), "openshift.helper.httpPort",
+        "load-balancer port"),
+    "PXE kernel over https": (
+        lambda oc: oc["rhcos"].update(kernel="https://mirror.example.com/rhcos/kernel"), "openshift.rhcos.kernel",
+        "without TLS"),
+    "vsphere platform with bare-metal nodes": (
+        lambda oc: oc.update(platform="vsphere", vcenter={"server": "vc", "user": "u"}),
+        "openshift.nodes[4].platform", "platform: vsphere does not support"),
+    "vsphere platform without vcenter": (
+        lambda oc: oc.update(platform="vsphere"), "openshift.vcenter", "needs vcenter"),
+    "vSphere node without a vsphere section": (
+        lambda oc: oc["nodes"][1].update(platform="vsphere"), "openshift.nodes[1].platform",
+        "no vsphere section"),
+    "unknown role (structure)": (
+        lambda oc: oc["nodes"][1].update(role="infra"), "openshift.nodes[1].role", "'bootstrap', 'control-plane'"),
+    "unknown network type (structure)": (
+        lambda oc: oc.update(networkType="Calico"), "openshift.networkType", "OVNKubernetes"),
+    "misspelt key (structure)": (
+        lambda oc: oc.update(waitForBootstrapp=True), "openshift.waitForBootstrapp", "unknown key"),
+    "bad install device (structure)": (
+        lambda oc: oc.update(installDevice="sda"), "openshift.installDevice", "/dev/sda"),
+}
+
+
+@pytest.mark.parametrize("case", GUIDE_CASES, ids=list(GUIDE_CASES))
+def test_guide_stack_bad_input_is_named(openshift_sections, case):
+    mutate, path, fragment = GUIDE_CASES[case]
+    mutate(openshift_sections["openshift"])
+    assert_problem(openshift_sections, path, fragment)
+
+
+def listing(**node):
+    return lambda raw: raw["openshift"].setdefault("nodes", []).append(node)
+
+
+LAB_CASES = {
+    "VM that does not exist": (
+        listing(name="sckubw05", role="worker", platform="vsphere"), "openshift.nodes[0].name",
+        "'sckubw05' is not a VM of the vsphere section"),
+    "address that disagrees with the VM": (
+        listing(name="sckubm02", role="control-plane", platform="vsphere", address="172.16.7.99"),
+        "openshift.nodes[0].address", "differs from VM sckubm02's management address 172.16.7.12"),
+    "role that disagrees with the VM": (
+        listing(name="sckubw01", role="control-plane", platform="vsphere"), "openshift.nodes[0].role",
+        "VM sckubw01 is planned as worker"),
+    "MAC that disagrees with the VM": (
+        lambda raw: (raw["vsphere"]["workers"].update(macs=[f"00:50:56:00:01:0{i}" for i in range(4)]),
+                     listing(name="sckubw01", role="worker", platform="vsphere", mac="00:50:56:00:01:09")(raw)),
+        "openshift.nodes[0].mac", "differs from VM sckubw01's MAC 00:50:56:00:01:00"),
+    "bare-metal node named like a VM": (
+        listing(name="sckubw01", role="worker", address="172.16.7.90"), "openshift.nodes",
+        "'sckubw01' is used more than once"),
+    "bare-metal node on a VM's address": (
+        listing(name="dgx01", role="worker", address="172.16.7.51"), "openshift.nodes",
+        "address 172.16.7.51 is given to more than one node (sckubw01, dgx01)"),
+    "VM without a planned address": (
+        lambda raw: raw["vsphere"]["workers"].pop("managementAddresses"), "openshift.nodes",
+        "VM sckubw01 has no management address"),
+    "pod network over the RDMA network": (
+        lambda raw: raw["openshift"]["networks"].update(clusterNetwork={"cidr": "192.168.0.0/16", "hostPrefix": 24}),
+        "vsphere.networks.rdma.cidr", "overlaps 192.168.0.0/16"),
+    "machine network that misses the VMs": (
+        lambda raw: raw["openshift"]["networks"].update(machineNetwork=["172.16.8.0/24"]),
+        "openshift.nodes", "172.16.7.11 of node sckubm01 is outside"),
+    "bootstrap on without a bootstrap VM": (
+        lambda raw: raw["vsphere"].pop("bootstrap"), "openshift.bootstrap", "needs a bootstrap node"),
+}
+
+
+@pytest.mark.parametrize("case", LAB_CASES, ids=list(LAB_CASES))
+def test_lab_stack_bad_input_is_named(lab_sections, case):
+    mutate, path, fragment = LAB_CASES[case]
+    mutate(lab_sections)
+    assert_problem(lab_sections, path, fragment)
+
+
+def test_bootstrap_vm_may_be_absent_once_bootstrap_is_off(lab_sections):
+    lab_sections["vsphere"].pop("bootstrap")
+    lab_sections["openshift"]["bootstrap"] = False
+    assert load_lab(lab_sections).openshift.bootstrap is False
+
+
+def test_every_problem_is_reported_at_once(openshift_sections):
+    oc = openshift_sections["openshift"]
+    oc["nodes"].pop(3)
+    oc["networks"]["serviceNetwork"] = "10.128.0.0/16"
+    oc["nodes"][3]["address"] = "10.33.3.50"
+    paths = {p for p, _ in problems(openshift_sections)}
+    assert {"openshift.nodes", "openshift.networks.serviceNetwork"} <= paths
+    assert len(problems(openshift_sections)) >= 3

@@ -1,0 +1,588 @@
+"""Renderers: parse what they produce, and run the shell steps against stand-in tools."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import stat
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from openshift_helpers import sections, tool
+
+from components.config import load_lab
+from components.openshift.config import plan
+from components.openshift.render import render_files
+from components.openshift.renderers import (
+    load_balancer_intent,
+    network_kargs,
+    parse_ignition_stdout,
+    pxelinux_mac_name,
+    render_csr_script,
+    render_dns_install,
+    render_dnsmasq_conf,
+    render_grub_cfg,
+    render_haproxy_cfg,
+    render_hosts,
+    render_ignition_install,
+    render_ignition_script,
+    render_install_config,
+    render_lb_install,
+    render_pointer_ignition,
+    render_pxe_install,
+    render_pxelinux_default,
+    render_pxelinux_node,
+    staged_files,
+    vm_extra_config,
+)
+
+PULL = '{"auths":{"registry.example":{"auth":"c2VjcmV0"}}}'
+SSH = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample core@lab"
+
+
+def lab_of(stack: str, mutate=None):
+    raw = sections(stack)
+    if mutate:
+        mutate(raw)
+    return load_lab(raw)
+
+
+def guide(**changes):
+    return plan(lab_of("openshift", lambda raw: raw["openshift"].update(changes)))
+
+
+def lab(**changes):
+    return plan(lab_of("lab", lambda raw: raw["openshift"].update(changes)))
+
+
+def haproxy_sections(text: str) -> dict[str, dict]:
+    """listen name -> {bind, servers: [(name, address:port, options)], lines}."""
+    out: dict[str, dict] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("listen "):
+            current = out.setdefault(line.split()[1], {"servers": [], "lines": []})
+        elif current is not None and line.startswith("    "):
+            words = line.split()
+            current["lines"].append(line.strip())
+            if words[0] == "bind":
+                current["bind"] = words[1]
+            elif words[0] == "server":
+                current["servers"].append((words[1], words[2], " ".join(words[3:])))
+        elif not line.strip():
+            current = None
+    return out
+
+
+# ---------------------------------------------------------------- install-config
+
+
+def test_install_config_carries_the_guide_cluster_and_the_secrets_passed_in():
+    doc = yaml.safe_load(render_install_config(guide(), PULL, SSH))
+    assert doc["baseDomain"] == "nvidia.com" and doc["metadata"]["name"] == "dgxpod"
+    assert doc["controlPlane"] == {"name": "master", "hyperthreading": "Enabled", "replicas": 3}
+    assert doc["compute"][0]["replicas"] == 0  # user-provisioned workers
+    assert doc["networking"] == {
+        "networkType": "OVNKubernetes",
+        "clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
+        "serviceNetwork": ["172.30.0.0/16"],
+        "machineNetwork": [{"cidr": "10.33.3.0/24"}],
+    }
+    assert doc["platform"] == {"none": {}}
+    assert json.loads(doc["pullSecret"]) == json.loads(PULL)
+    assert doc["sshKey"] == SSH
+    assert "bootstrapInPlace" not in doc
+
+
+def test_install_config_for_vsphere_platform_names_vcenter_and_topology():
+    def to_vsphere(raw):
+        raw["openshift"].update(platform="vsphere", vcenter={"server": "sc2vc03.lab.local", "user": "admin@lab"})
+    p = plan(lab_of("lab", to_vsphere))
+    doc = yaml.safe_load(render_install_config(p, PULL, SSH, "vc-pass"))
+    vc = doc["platform"]["vsphere"]["vcenters"][0]
+    assert vc == {"server": "sc2vc03.lab.local", "user": "admin@lab", "password": "vc-pass", "datacenters": ["SC2"]}
+    topology = doc["platform"]["vsphere"]["failureDomains"][0]["topology"]
+    assert topology["computeCluster"] == "/SC2/host/sc2-workload"
+    assert topology["datastore"] == "/SC2/datastore/vsanDatastore"
+
+
+def test_install_config_single_node_installs_in_place():
+    def one_node(raw):
+        oc = raw["openshift"]
+        oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("master-0",)]
+        oc.update(singleNode=True, bootstrap=False)
+    doc = yaml.safe_load(render_install_config(plan(lab_of("openshift", one_node)), PULL, SSH))
+    assert doc["controlPlane"]["replicas"] == 1
+    assert doc["bootstrapInPlace"] == {"installationDisk": "/dev/vda"}
+
+
+@pytest.mark.parametrize("stack", ["lab", "openshift"])
+def test_render_files_writes_the_layout_with_secrets_redacted(stack):
+    files = render_files(lab_of(stack))
+    expected = {
+        "openshift/install-config.yaml", "openshift/dnsmasq.conf", "openshift/hosts.dnsmasq",
+        "openshift/haproxy.cfg", "openshift/pxe/pxelinux.cfg/default", "openshift/pxe/grub.cfg",
+        "openshift/ignition/bootstrap.ign", "openshift/ignition/master.ign", "openshift/ignition/worker.ign",
+    }
+    assert set(files) == expected
+    doc = yaml.safe_load(files["openshift/install-config.yaml"])
+    assert doc["pullSecret"] == "<redacted>" and doc["sshKey"] == "<redacted>"
+
+
+def test_render_files_adds_a_pxelinux_file_per_bare_metal_mac():
+    def macs(raw):
+        raw["openshift"]["nodes"][4]["mac"] = "0C:42:A1:00:00:44"
+    files = render_files(lab_of("openshift", macs))
+    assert "openshift/pxe/pxelinux.cfg/01-0c-42-a1-00-00-44" in files
+
+
+# ---------------------------------------------------------------- DNS
+
+
+def test_hosts_file_puts_each_node_name_first_then_its_fqdn():
+    lines = [line.split() for line in render_hosts(guide()).splitlines() if not line.startswith("#")]
+    by_address = {words[0]: words[1:] for words in lines}
+    assert by_address["10.33.3.50"] == ["master-0", "master-0.dgxpod.nvidia.com", "etcd-0.dgxpod.nvidia.com"]
+    assert by_address["10.33.3.52"][2] == "etcd-2.dgxpod.nvidia.com"
+    assert by_address["10.33.3.44"] == ["worker-0", "worker-0.dgxpod.nvidia.com"]
+    assert by_address["10.33.3.53"] == ["bootstrap", "bootstrap.dgxpod.nvidia.com"]
+    assert by_address["10.33.3.54"] == ["api.dgxpod.nvidia.com", "api-int.dgxpod.nvidia.com"]
+    assert "10.33.3.53" not in render_hosts(guide(bootstrap=False))
+
+
+def test_dnsmasq_conf_has_wildcard_ptr_srv_and_pxe_for_the_guide():
+    lines = render_dnsmasq_conf(guide()).splitlines()
+    assert "address=/apps.dgxpod.nvidia.com/10.33.3.54" in lines
+    assert "local=/dgxpod.nvidia.com/" in lines
+    assert "addn-hosts=/etc/hosts.dnsmasq" in lines
+    assert "ptr-record=50.3.33.10.in-addr.arpa,master-0.dgxpod.nvidia.com" in lines
+    assert [x for x in lines if x.startswith("srv-host=")] == [
+        f"srv-host=_etcd-server-ssl._tcp.dgxpod.nvidia.com,etcd-{i}.dgxpod.nvidia.com,2380,0,10" for i in range(3)]
+    assert "dhcp-match=set:efi-x86_64,option:client-arch,7" in lines
+    assert "dhcp-match=set:efi-x86_64,option:client-arch,9" in lines
+    assert "dhcp-boot=tag:efi-x86_64,grubx64.efi" in lines
+    assert "dhcp-boot=tag:!efi-x86_64,pxelinux.0" in lines
+    assert not [x for x in lines if x.startswith(("dhcp-range", "dhcp-host"))]  # DHCP is opt-in
+
+
+def test_dnsmasq_conf_for_the_lab_has_no_pxe_and_upstreams_when_given():
+    text = render_dnsmasq_conf(lab())
+    assert "enable-tftp" not in text and "dhcp-boot" not in text
+    lines = render_dnsmasq_conf(lab(helper={"address": "172.16.7.5", "dnsUpstreams": ["172.16.31.1"]})).splitlines()
+    assert "no-resolv" in lines and "server=172.16.31.1" in lines
+
+
+def test_dnsmasq_dhcp_reserves_by_mac_only():
+    def dhcp(raw):
+        oc = raw["openshift"]
+        oc["dhcp"] = {"enabled": True, "leaseTime": "1h"}
+        oc["networks"]["gateway"] = "10.33.3.1"
+        oc["nodes"][4]["mac"] = "0c:42:a1:00:00:44"
+    lines = render_dnsmasq_conf(plan(lab_of("openshift", dhcp))).splitlines()
+    assert "dhcp-range=set:machine0,10.33.3.0,static,255.255.255.0,1h" in lines
+    assert "dhcp-option=tag:machine0,option:router,10.33.3.1" in lines
+    assert "dhcp-option=option:dns-server,10.33.3.18" in lines
+    assert [x for x in lines if x.startswith("dhcp-host=")] == ["dhcp-host=0c:42:a1:00:00:44,10.33.3.44,worker-0,1h"]
+
+
+# ---------------------------------------------------------------- HAProxy
+
+
+def test_haproxy_backends_follow_the_guide():
+    listens = haproxy_sections(render_haproxy_cfg(guide()))
+    assert set(listens) == {"api-server", "machine-config-server", "ingress-http", "ingress-https"}
+    assert listens["api-server"]["bind"] == "10.33.3.54:6443"
+    assert [(n, a) for n, a, _ in listens["api-server"]["servers"]] == [
+        ("bootstrap", "10.33.3.53:6443"), ("master-0", "10.33.3.50:6443"),
+        ("master-1", "10.33.3.51:6443"), ("master-2", "10.33.3.52:6443")]
+    assert [n for n, _, _ in listens["machine-config-server"]["servers"]] == ["bootstrap", "master-0", "master-1", "master-2"]
+    assert [(n, a) for n, a, _ in listens["ingress-https"]["servers"]] == [
+        ("worker-0", "10.33.3.44:443"), ("worker-1", "10.33.3.46:443")]
+    assert [a for _, a, _ in listens["ingress-http"]["servers"]] == ["10.33.3.44:80", "10.33.3.46:80"]
+
+
+def test_haproxy_checks_api_readyz_over_tls_and_uses_addresses_only():
+    text = render_haproxy_cfg(guide())
+    listens = haproxy_sections(text)
+    api = listens["api-server"]
+    assert "http-check send meth GET uri /readyz" in api["lines"]
+    assert "http-check expect status 200" in api["lines"]
+    assert all(opts == "check check-ssl verify none" for _, _, opts in api["servers"])
+    assert all(opts == "check" for listen in ("machine-config-server", "ingress-http", "ingress-https")
+               for _, _, opts in listens[listen]["servers"])
+    assert "mode tcp" in text
+    for listen in listens.values():
+        for _, address, _ in listen["servers"]:
+            assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+:\d+", address)
+
+
+def test_haproxy_without_bootstrap_has_no_bootstrap_server():
+    text = render_haproxy_cfg(guide(bootstrap=False))
+    assert "bootstrap" not in text
+    listens = haproxy_sections(text)
+    assert [n for n, _, _ in listens["api-server"]["servers"]] == ["master-0", "master-1", "master-2"]
+
+
+def test_haproxy_ingress_nodes_override_and_compact_cluster():
+    listens = haproxy_sections(render_haproxy_cfg(guide(ingressNodes=["worker-1"])))
+    assert [n for n, _, _ in listens["ingress-http"]["servers"]] == ["worker-1"]
+
+    def compact(raw):
+        raw["openshift"]["nodes"] = [n for n in raw["openshift"]["nodes"] if n["role"] != "worker"]
+    listens = haproxy_sections(render_haproxy_cfg(plan(lab_of("openshift", compact))))
+    assert [n for n, _, _ in listens["ingress-https"]["servers"]] == ["master-0", "master-1", "master-2"]
+
+
+def test_load_balancer_intent_matches_the_config():
+    intent = load_balancer_intent(guide(bootstrap=False))
+    assert intent["frontends"] == [6443, 22623, 80, 443]
+    assert intent["backends"]["6443"] == ["master-0", "master-1", "master-2"]
+    assert intent["backends"]["443"] == ["worker-0", "worker-1"]
+    assert "bootstrap" in load_balancer_intent(guide())["backends"]["22623"]
+
+
+# ---------------------------------------------------------------- PXE and ignition
+
+
+def _pxelinux_entries(text: str) -> dict[str, dict[str, str]]:
+    entries: dict[str, dict[str, str]] = {}
+    label = None
+    for line in text.splitlines():
+        words = line.split(None, 1)
+        if not words:
+            continue
+        if words[0] == "LABEL":
+            label = words[1]
+            entries[label] = {}
+        elif label and len(words) == 2:
+            entries[label][words[0]] = words[1]
+    return entries
+
+
+def _kargs(append: str) -> dict[str, str]:
+    return dict(arg.split("=", 1) for arg in append.split() if "=" in arg)
+
+
+def test_pxelinux_has_one_entry_per_role_with_coreos_arguments():
+    text = render_pxelinux_default(guide())
+    assert text.splitlines()[2] == "DEFAULT local"
+    entries = _pxelinux_entries(text)
+    assert entries["local"]["LOCALBOOT"] == "0"
+    for label in ("bootstrap", "master", "worker"):
+        assert entries[label]["KERNEL"] == "http://10.33.3.18:8080/rhcos/rhcos-live-kernel-x86_64"
+        args = _kargs(entries[label]["APPEND"])
+        assert args["initrd"] == "http://10.33.3.18:8080/rhcos/rhcos-live-initramfs.x86_64.img"
+        assert args["coreos.live.rootfs_url"] == "http://10.33.3.18:8080/rhcos/rhcos-live-rootfs.x86_64.img"
+        assert args["coreos.inst.ignition_url"] == f"http://10.33.3.18:8080/{label}.ign"
+    assert _kargs(entries["master"]["APPEND"])["coreos.inst.install_dev"] == "/dev/vda"
+    # every worker of the guide installs to /dev/sda, so the role entry does too
+    assert _kargs(entries["worker"]["APPEND"])["coreos.inst.install_dev"] == "/dev/sda"
+
+
+def test_pxe_selects_a_known_machine_by_mac():
+    def macs(raw):
+        raw["openshift"]["nodes"][5].update(mac="0c:42:a1:00:00:46", installDevice="/dev/nvme0n1")
+    p = plan(lab_of("openshift", macs))
+    worker1 = next(n for n in p.nodes if n.name == "worker-1")
+    assert pxelinux_mac_name(worker1.mac) == "01-0c-42-a1-00-00-46"
+    entries = _pxelinux_entries(render_pxelinux_node(p, worker1))
+    assert _kargs(entries["worker-1"]["APPEND"])["coreos.inst.install_dev"] == "/dev/nvme0n1"
+    assert _kargs(entries["worker-1"]["APPEND"])["coreos.inst.ignition_url"] == "http://10.33.3.18:8080/worker.ign"
+    grub = render_grub_cfg(p)
+    assert 'if [ "${net_default_mac}" = "0c:42:a1:00:00:46" ]; then\n    set default=worker-1' in grub
+    assert "menuentry 'Install RHCOS: worker-1 (worker)' --id worker-1 {" in grub
+
+
+def test_grub_cfg_fetches_over_http_with_the_same_arguments():
+    grub = render_grub_cfg(guide())
+    assert "set default=local" in grub
+    linux = re.search(r"--id master \{\n\s+linux (\S+) (.*)\n\s+initrd (\S+)", grub)
+    assert linux.group(1) == "(http,10.33.3.18:8080)/rhcos/rhcos-live-kernel-x86_64"
+    assert linux.group(3) == "(http,10.33.3.18:8080)/rhcos/rhcos-live-initramfs.x86_64.img"
+    args = _kargs(linux.group(2))
+    assert args["coreos.inst.ignition_url"] == "http://10.33.3.18:8080/master.ign"
+    assert args["coreos.inst.install_dev"] == "/dev/vda"
+
+
+def test_absolute_image_urls_are_used_as_given():
+    p = guide(rhcos={"kernel": "http://mirror.lab:8000/k", "initramfs": "i.img", "rootfs": "https://m.lab/r.img"})
+    entries = _pxelinux_entries(render_pxelinux_default(p))
+    assert entries["worker"]["KERNEL"] == "http://mirror.lab:8000/k"
+    assert _kargs(entries["worker"]["APPEND"])["coreos.live.rootfs_url"] == "https://m.lab/r.img"
+    assert "linux (http,mirror.lab:8000)/k" in render_grub_cfg(p)
+
+
+def test_pointer_ignition_merges_the_full_config_from_the_helper():
+    doc = json.loads(render_pointer_ignition(lab(), "control-plane"))
+    assert doc == {"ignition": {"version": "3.2.0", "config": {"merge": [{"source": "http://172.16.7.5:8080/master.ign"}]}}}
+
+
+def test_vsphere_nodes_get_static_network_kernel_arguments():
+    p = lab(networks={"machineNetwork": ["172.16.7.0/24"], "gateway": "172.16.7.1"})
+    nodes = {n.name: n for n in p.nodes}
+    assert network_kargs(p, nodes["sckubm01"]) == (
+        "ip=172.16.7.11::172.16.7.1:255.255.255.0:sckubm01.sckub.lab.local:ens192:none nameserver=172.16.7.5")
+    # workers: the PVRDMA NIC too, with the RDMA network's jumbo MTU and no gateway
+    assert network_kargs(p, nodes["sckubw02"]).split() == [
+        "ip=172.16.7.52::172.16.7.1:255.255.255.0:sckubw02.sckub.lab.local:ens192:none",
+        "ip=192.168.0.52:::255.255.255.0::ens224:none:9000",
+        "nameserver=172.16.7.5",
+    ]
+
+
+def test_vm_extra_config_is_base64_ignition_and_kargs():
+    extra = vm_extra_config('{"ignition":{}}', "ip=1.2.3.4::::h:ens192:none")
+    assert base64.b64decode(extra["guestinfo.ignition.config.data"]) == b'{"ignition":{}}'
+    assert extra["guestinfo.ignition.config.data.encoding"] == "base64"
+    assert extra["guestinfo.afterburn.initrd.network-kargs"] == "ip=1.2.3.4::::h:ens192:none"
+
+
+# ---------------------------------------------------------------- the ignition step, with a stand-in installer
+
+
+def executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+FAKE_INSTALLER = textwrap.dedent("""\
+    #!/bin/sh
+    # stand-in for openshift-install: --dir D create ignition-configs
+    set -eu
+    dir=$2
+    echo "$@" >> "$dir/../installer-calls"
+    test -f "$dir/install-config.yaml"
+    name=$(awk '/^metadata:/ {getline; sub(/^  name: /, ""); print}' "$dir/install-config.yaml")
+    rm "$dir/install-config.yaml"
+    mkdir -p "$dir/auth"
+    for role in bootstrap master worker; do echo "{\\"$role\\": \\"$name\\"}" > "$dir/$role.ign"; done
+    echo "kubeconfig-of-$name" > "$dir/auth/kubeconfig"
+    echo "INFO Ignition-Configs created" >&2
+    """)
+
+
+def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
+    installer = executable(tmp_path / "openshift-install", FAKE_INSTALLER)
+    install_dir = tmp_path / "install"
+    install_dir.mkdir()
+    (install_dir / "stale.ign").write_text("from an earlier cluster")
+    install_config = render_install_config(guide(), PULL, SSH)
+    result = subprocess.run(["sh", "-c", render_ignition_script(str(install_dir), str(installer))],
+                            input=install_config, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    files = parse_ignition_stdout(result.stdout)
+    assert files == {
+        "bootstrap": '{"bootstrap": "dgxpod"}\n', "master": '{"master": "dgxpod"}\n',
+        "worker": '{"worker": "dgxpod"}\n', "kubeconfig": "kubeconfig-of-dgxpod\n"}
+    assert (tmp_path / "installer-calls").read_text().split() == ["--dir", str(install_dir), "create", "ignition-configs"]
+    assert not (install_dir / "stale.ign").exists()  # every run starts from an empty dir
+    assert (install_dir / "install-config.yaml.orig").read_text() == install_config
+    assert "INFO Ignition-Configs created" in result.stderr  # installer chatter stays off stdout
+    assert stat.S_IMODE((install_dir / "install-config.yaml.orig").stat().st_mode) == 0o600
+
+
+def test_ignition_script_names_a_missing_installer(tmp_path):
+    script = render_ignition_script(str(tmp_path / "install"), str(tmp_path / "no-such-openshift-install"))
+    result = subprocess.run(["sh", "-c", script], input="x", capture_output=True, text=True, timeout=30)
+    assert result.returncode == 127
+    assert "openshift-install not found" in result.stderr and "gpu-lab:openshift.installer" in result.stderr
+    assert not (tmp_path / "install").exists()
+
+
+def test_parse_ignition_stdout_before_the_command_ran():
+    assert parse_ignition_stdout(None) == {} and parse_ignition_stdout("") == {}
+
+
+# ---------------------------------------------------------------- CSR approval, with a stand-in oc
+
+
+FAKE_OC = textwrap.dedent("""\
+    #!/usr/bin/env python3
+    # stand-in for oc: pending CSRs and nodes in files of the state directory
+    import json, os, sys
+    state = os.environ["FAKE_OC_STATE"]
+    def load(name):
+        with open(os.path.join(state, name)) as f:
+            return json.load(f)
+    def save(name, value):
+        with open(os.path.join(state, name), "w") as f:
+            json.dump(value, f)
+    args = sys.argv[1:]
+    assert os.environ["KUBECONFIG"].endswith("auth/kubeconfig"), os.environ["KUBECONFIG"]
+    if args[:2] == ["get", "csr"]:
+        for csr in load("pending.json"):
+            print(csr["name"], csr["user"], csr["request"])
+    elif args[:2] == ["get", "nodes"]:
+        for node in load("nodes.json"):
+            print("node/" + node)
+    elif args[:3] == ["adm", "certificate", "approve"]:
+        pending, nodes, approved = load("pending.json"), load("nodes.json"), load("approved.json")
+        csr = next(c for c in pending if c["name"] == args[3])
+        pending.remove(csr)
+        approved.append(csr["name"])
+        if csr.get("joins"):  # a client CSR: the node registers, then asks for a serving cert
+            nodes.append(csr["joins"])
+            pending.append({"name": csr["name"] + "-serving", "user": "system:node:" + csr["joins"], "request": "x"})
+        save("pending.json", pending); save("nodes.json", nodes); save("approved.json", approved)
+    else:
+        sys.exit("unexpected oc call: %s" % args)
+    """)
+
+BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+
+
+def csr_request(tmp_path: Path, common_name: str) -> str:
+    pem = subprocess.run(
+        [tool("openssl"), "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(tmp_path / "key.pem"), "-subj", f"/O=system:nodes/CN={common_name}"],
+        check=True, capture_output=True, timeout=30).stdout
+    return base64.b64encode(pem).decode()
+
+
+def run_csr(tmp_path: Path, pending: list[dict], nodes: list[str], timeout_s: int = 20):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "pending.json").write_text(json.dumps(pending))
+    (state / "nodes.json").write_text(json.dumps(nodes))
+    (state / "approved.json").write_text("[]")
+    oc = executable(tmp_path / "oc", FAKE_OC)
+    script = render_csr_script(guide(), str(oc), str(tmp_path / "install/auth/kubeconfig"),
+                               timeout_s=timeout_s, interval_s=0)
+    result = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "FAKE_OC_STATE": str(state)})
+    return result, json.loads((state / "approved.json").read_text())
+
+
+def test_csr_approval_is_limited_to_configured_nodes(tmp_path):
+    masters = ["master-0", "master-1", "master-2"]
+    pending = [
+        {"name": "csr-w0", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:worker-0"),
+         "joins": "worker-0"},
+        {"name": "csr-w1", "user": BOOTSTRAPPER,
+         "request": csr_request(tmp_path, "system:node:worker-1.dgxpod.nvidia.com"),
+         "joins": "worker-1.dgxpod.nvidia.com"},
+        {"name": "csr-intruder", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:intruder")},
+        {"name": "csr-two-names", "user": BOOTSTRAPPER,
+         "request": csr_request(tmp_path, "system:node:worker-0 worker-1")},
+        {"name": "csr-serving-evil", "user": "system:node:evil", "request": "x"},
+        {"name": "csr-lookalike", "user": "system:node:worker-0x", "request": "x"},
+        {"name": "csr-other", "user": "system:serviceaccount:default:builder", "request": "x"},
+    ]
+    result, approved = run_csr(tmp_path, pending, masters)
+    assert result.returncode == 0, result.stderr
+    assert sorted(approved) == ["csr-w0", "csr-w0-serving", "csr-w1", "csr-w1-serving"]
+    assert "leaving CSR csr-intruder of 'intruder' pending" in result.stderr
+    assert "leaving CSR csr-serving-evil of 'evil' pending" in result.stderr
+    assert "leaving CSR csr-two-names of 'worker-0 worker-1' pending" in result.stderr
+    assert "every configured node has joined" in result.stdout
+
+
+def test_csr_approval_gives_up_naming_the_missing_node(tmp_path):
+    result, approved = run_csr(tmp_path, [], ["master-0", "master-1", "master-2", "worker-0"], timeout_s=1)
+    assert result.returncode == 1
+    assert "nodes not joined: worker-1" in result.stderr
+    assert approved == []
+
+
+# ---------------------------------------------------------------- helper-node steps, with stand-in systemctl
+
+
+@pytest.fixture
+def helper_root(tmp_path, monkeypatch):
+    """Helper paths under tmp_path, real dnsmasq/haproxy for the checks, systemctl recorded."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    executable(bin_dir / "systemctl", f'#!/bin/sh\necho "$@" >> {tmp_path}/systemctl-calls\n')
+    for name in ("dnsmasq", "haproxy"):
+        (bin_dir / name).symlink_to(tool(name))
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    root = tmp_path / "helper"
+    paths = {
+        "dnsmasqConf": f"{root}/etc/dnsmasq.d/openshift.conf", "hostsFile": f"{root}/etc/hosts.dnsmasq",
+        "haproxyCfg": f"{root}/etc/haproxy/haproxy.cfg", "tftpRoot": f"{root}/tftpboot",
+        "httpRoot": f"{root}/www", "staging": f"{root}/staging",
+    }
+    return tmp_path, root, paths
+
+
+def stage(p, root: Path) -> None:
+    for files in staged_files(p).values():
+        for rel, text in files.items():
+            target = root / "staging" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+
+
+def run(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+
+
+def test_dns_and_lb_steps_check_install_and_restart(helper_root):
+    tmp_path, root, paths = helper_root
+    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths})
+    stage(p, root)
+    dns = run(render_dns_install(p))
+    assert dns.returncode == 0, dns.stderr
+    assert (root / "etc/hosts.dnsmasq").read_text() == render_hosts(p)
+    assert (root / "etc/dnsmasq.d/openshift.conf").read_text() == render_dnsmasq_conf(p)
+    lb = run(render_lb_install(p))
+    assert lb.returncode == 0, lb.stderr
+    assert (root / "etc/haproxy/haproxy.cfg").read_text() == render_haproxy_cfg(p)
+    assert (tmp_path / "systemctl-calls").read_text().splitlines() == [
+        "enable dnsmasq", "restart dnsmasq", "enable haproxy", "reload-or-restart haproxy"]
+
+
+def test_lb_step_leaves_the_live_config_alone_when_the_check_fails(helper_root):
+    tmp_path, root, paths = helper_root
+    p = guide(helper={"address": "10.33.3.18", "paths": {**paths}, "loadBalancerAddress": "10.33.3.54"})
+    stage(p, root)
+    (root / "staging/haproxy.cfg").write_text("listen broken\n    mode nonsense\n")
+    result = run(render_lb_install(p))
+    assert result.returncode != 0
+    assert not (root / "etc/haproxy/haproxy.cfg").exists()
+    assert not (tmp_path / "systemctl-calls").exists()
+
+
+def test_pxe_step_names_missing_boot_files_then_installs_menus(helper_root):
+    tmp_path, root, paths = helper_root
+    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths})
+    stage(p, root)
+    first = run(render_pxe_install(p))
+    assert first.returncode == 1
+    assert f"{root}/tftpboot/pxelinux.0" in first.stderr and f"{root}/www/rhcos/rhcos-live-rootfs.x86_64.img" in first.stderr
+    for rel in ("tftpboot/pxelinux.0", "tftpboot/grubx64.efi", "www/rhcos/rhcos-live-kernel-x86_64",
+                "www/rhcos/rhcos-live-initramfs.x86_64.img", "www/rhcos/rhcos-live-rootfs.x86_64.img"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"\0")
+    second = run(render_pxe_install(p))
+    assert second.returncode == 0, second.stderr
+    assert (root / "tftpboot/pxelinux.cfg/default").read_text() == render_pxelinux_default(p)
+    assert (root / "tftpboot/grub.cfg").read_text() == render_grub_cfg(p)
+
+
+def test_ignition_step_publishes_bootstrap_only_while_it_exists(helper_root):
+    tmp_path, root, paths = helper_root
+    for bootstrap, expected in ((True, ["bootstrap.ign", "master.ign", "worker.ign"]), (False, ["master.ign", "worker.ign"])):
+        p = guide(bootstrap=bootstrap, helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54",
+                                               "paths": paths})
+        (root / "staging").mkdir(parents=True, exist_ok=True)
+        for name in ("bootstrap.ign", "master.ign", "worker.ign"):
+            (root / "staging" / name).write_text(name)
+        result = run(render_ignition_install(p))
+        assert result.returncode == 0, result.stderr
+        assert sorted(x.name for x in (root / "www").iterdir()) == expected
+        for x in (root / "www").iterdir():
+            x.unlink()
+
+
+def test_helper_steps_use_sudo_for_a_non_root_user():
+    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "user": "core"})
+    assert "sudo -n systemctl restart dnsmasq" in render_dns_install(p)
+    assert "sudo -n haproxy -c -f" in render_lb_install(p)
+    assert "sudo" not in render_dns_install(guide())
