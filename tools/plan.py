@@ -99,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         raise
     if args.no_policy:
         return 0
-    from tools.policy_gate import check_plan
+    from tools import policy_check
 
-    return check_plan(out / "plan.json", out)
+    print("\npolicy pack (policies/), served over its gRPC analyzer interface:")
+    return policy_check.main([str(out / "plan.json"), "--out", str(out / "policy-report.json")])
 
 
 if __name__ == "__main__":

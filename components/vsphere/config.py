@@ -292,6 +292,10 @@ def check(lab: "LabConfig") -> list[Problem]:
                                  f"{h.rdma_uplinks} differs from {first.name}'s {first.rdma_uplinks}; "
                                  "all worker hosts must have the same RDMA uplink layout (same PCIe placement)"))
     for i, h in enumerate(vs.worker_hosts):
+        if len(h.rdma_uplinks) > 1:
+            p.append(Problem(f"vsphere.workerHosts[{i}].rdmaUplinks",
+                             f"{len(h.rdma_uplinks)} RDMA uplinks; the PVRDMA vDS takes exactly one RoCE port per "
+                             "host (one NIC per subnet, no teaming); give one vmnic"))
         for nic in duplicates(h.rdma_uplinks):
             p.append(Problem(f"vsphere.workerHosts[{i}].rdmaUplinks", f"{nic} is listed twice"))
 

@@ -218,3 +218,12 @@ def test_unknown_section(lab_sections):
     lab_sections["vsphre"] = {}
     msg = only(lab_sections, "vsphre: unknown section; allowed: vsphere, openshift, switches, addons")
     assert msg
+
+
+def test_more_than_one_rdma_uplink_per_host(lab_sections):
+    for host in lab_sections["vsphere"]["workerHosts"]:
+        host["rdmaUplinks"] = ["vmnic4", "vmnic5"]
+    found = problems(lab_sections)
+    assert len(found) == 4, found
+    assert found[0] == ("vsphere.workerHosts[0].rdmaUplinks: 2 RDMA uplinks; the PVRDMA vDS takes exactly one "
+                        "RoCE port per host (one NIC per subnet, no teaming); give one vmnic")

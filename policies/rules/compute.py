@@ -1,0 +1,255 @@
+"""VM rules: PVRDMA hardware version, vGPU memory reservation, sizing, identical workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationPolicy,
+    StackValidationPolicy,
+)
+
+from .props import (
+    LAB_VMS,
+    UNKNOWN,
+    VM,
+    Res,
+    as_int,
+    as_list,
+    dig,
+    known,
+    of_kind,
+    of_type,
+    props_of,
+    reveal,
+    settings,
+    stack_resources,
+    truthy,
+)
+
+# ---------------------------------------------------------------- hardware version
+
+HW_SCHEMA = PolicyConfigSchema(properties={
+    "minHardwareVersion": {
+        "type": "integer", "minimum": 13, "default": 13,
+        "description": "lowest virtual hardware version allowed on VMs with a PVRDMA NIC",
+    },
+})
+
+
+def check_pvrdma_hardware_version(args, report_violation) -> None:
+    if args.resource_type != VM:
+        return
+    p = props_of(args)
+    if not any(dig(n, "adapterType") == "vrdma" for n in as_list(p.get("networkInterfaces"))):
+        return
+    minimum = int(settings(args, HW_SCHEMA)["minHardwareVersion"])
+    name = reveal(p.get("name")) or args.name
+    version = as_int(p.get("hardwareVersion"))
+    if version is UNKNOWN:
+        return
+    if version is None:
+        report_violation(
+            f"VM {name!r} has a PVRDMA NIC but no hardwareVersion, so it keeps its template's version; "
+            f"set hardwareVersion to {minimum} or later"
+        )
+    elif version < minimum:
+        report_violation(
+            f"VM {name!r} has a PVRDMA NIC on hardware version {version}; PVRDMA needs {minimum} or later"
+        )
+
+
+pvrdma_hardware_version = ResourceValidationPolicy(
+    name="vsphere-pvrdma-hardware-version",
+    description=(
+        "VMs with a PVRDMA (vrdma) NIC run virtual hardware version 13 or later. VMware's PVRDMA "
+        "configuration requirements, which the NVIDIA RDG for vSphere PVRDMA (reference 000) follows: "
+        "the PVRDMA adapter exists only from ESXi 6.5 compatibility (hardware 13) on."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=HW_SCHEMA,
+    validate=check_pvrdma_hardware_version,
+)
+
+
+# ---------------------------------------------------------------- what a lab VM looks like
+
+
+@dataclass
+class LabVm:
+    """One VM as the stack describes it: the VirtualMachine resource if there is one, else the
+    LabVms component's entry (so the same VM is never judged twice)."""
+
+    name: str
+    role: Any
+    urn: str
+    cpus: Any
+    memory_mib: Any
+    disk_gb: Any
+    vgpu_profile: Any
+    nic_types: Any
+    resource: Res | None
+
+
+def lab_vms(resources: list[Res]) -> list[LabVm]:
+    by_name = {r.get("name"): r for r in of_type(resources, VM) if known(r.get("name"))}
+    profiles = {r.get("vmName"): r.get("profile") for r in of_kind(resources, "vsphere-vm-vgpu")
+                if known(r.get("vmName"))}
+    out = []
+    for comp in of_type(resources, LAB_VMS):
+        for entry in as_list(comp.get("vms")):
+            name = dig(entry, "name")
+            if not known(name):
+                continue
+            vm = by_name.get(name)
+            entry_nics = [dig(n, "adapterType") for n in as_list(dig(entry, "nics"))]
+            if vm is not None:
+                memory = as_int(vm.get("memory"))
+                disks = as_list(vm.get("disks"))
+                nics = [dig(n, "adapterType") for n in as_list(vm.get("networkInterfaces"))]
+                out.append(LabVm(
+                    name, dig(entry, "role"), vm.urn, as_int(vm.get("numCpus")), memory,
+                    as_int(dig(disks[0], "size")) if disks else None,
+                    profiles.get(name, dig(entry, "vgpuProfile")),
+                    nics if vm.get("networkInterfaces") is not UNKNOWN else UNKNOWN, vm,
+                ))
+            else:
+                memory_gb = as_int(dig(entry, "memoryGb"))
+                out.append(LabVm(
+                    name, dig(entry, "role"), comp.urn, as_int(dig(entry, "cpus")),
+                    memory_gb * 1024 if isinstance(memory_gb, int) else memory_gb,
+                    as_int(dig(entry, "diskGb")), profiles.get(name, dig(entry, "vgpuProfile")),
+                    entry_nics, None,
+                ))
+    return out
+
+
+# ---------------------------------------------------------------- vGPU memory reservation
+
+
+def check_vgpu_memory_reserved(args, report_violation) -> None:
+    resources = stack_resources(args)
+    vgpu_names = {r.get("vmName") for r in of_kind(resources, "vsphere-vm-vgpu") if known(r.get("vmName"))}
+    for comp in of_type(resources, LAB_VMS):
+        for entry in as_list(comp.get("vms")):
+            if known(dig(entry, "vgpuProfile")) and dig(entry, "vgpuProfile"):
+                vgpu_names.add(dig(entry, "name"))
+    for vm in of_type(resources, VM):
+        name = vm.get("name")
+        if name not in vgpu_names or truthy(vm.get("memoryReservationLockedToMax")):
+            continue
+        memory = as_int(vm.get("memory"))
+        reserved = as_int(vm.get("memoryReservation"))
+        if memory is UNKNOWN or reserved is UNKNOWN or memory is None:
+            continue
+        reserved = reserved or 0
+        if reserved < memory:
+            report_violation(
+                f"VM {name!r} has a vGPU but reserves {reserved} of its {memory} MiB; set memoryReservation to "
+                "the full memory (or memoryReservationLockedToMax: true)",
+                vm.urn,
+            )
+
+
+vgpu_memory_reserved = StackValidationPolicy(
+    name="vsphere-vgpu-memory-reserved",
+    description=(
+        "VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in "
+        "the RDG (reference 000): vSphere does not power on a VM with a shared PCI (vGPU) device unless "
+        "its whole memory is reserved."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=check_vgpu_memory_reserved,
+)
+
+
+# ---------------------------------------------------------------- sizing
+
+SIZING_SCHEMA = PolicyConfigSchema(properties={
+    "workerMinCpus": {"type": "integer", "minimum": 1, "default": 4},
+    "workerMinMemoryGb": {"type": "integer", "minimum": 1, "default": 24},
+    "workerMinDiskGb": {"type": "integer", "minimum": 1, "default": 50},
+    "controlPlaneMinCpus": {"type": "integer", "minimum": 1, "default": 4},
+    "controlPlaneMinMemoryGb": {"type": "integer", "minimum": 1, "default": 16},
+    "controlPlaneMinDiskGb": {"type": "integer", "minimum": 1, "default": 50},
+})
+
+_ROLE_KEYS = {"worker": "worker", "control-plane": "controlPlane"}
+
+
+def check_vm_sizing(args, report_violation) -> None:
+    cfg = settings(args, SIZING_SCHEMA)
+    for vm in lab_vms(stack_resources(args)):
+        prefix = _ROLE_KEYS.get(vm.role)
+        if prefix is None:
+            continue
+        wants = (
+            ("vCPUs", vm.cpus, int(cfg[f"{prefix}MinCpus"]), ""),
+            ("memory", vm.memory_mib, int(cfg[f"{prefix}MinMemoryGb"]) * 1024, " MiB"),
+            ("system disk", vm.disk_gb, int(cfg[f"{prefix}MinDiskGb"]), " GB"),
+        )
+        short = [f"{what} {have}{unit} < {need}{unit}" for what, have, need, unit in wants
+                 if isinstance(have, int) and have < need]
+        if short:
+            report_violation(f"{vm.role} VM {vm.name!r} is below the guide's sizing: {', '.join(short)}", vm.urn)
+
+
+vm_sizing = StackValidationPolicy(
+    name="vsphere-vm-sizing",
+    description=(
+        "Workers have at least 4 vCPU, 24 GB memory and a 50 GB disk; control-plane VMs at least 4 vCPU, "
+        "16 GB and 50 GB. NVIDIA RDG for vSphere PVRDMA (reference 000) gives these as the starting "
+        "size for Kubernetes nodes on vSphere; smaller nodes may not fit the GPU workloads."
+    ),
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=SIZING_SCHEMA,
+    validate=check_vm_sizing,
+)
+
+
+# ---------------------------------------------------------------- identical workers
+
+
+def check_workers_identical(args, report_violation) -> None:
+    workers = [vm for vm in lab_vms(stack_resources(args)) if vm.role == "worker"]
+    if len(workers) < 2:
+        return
+    first = workers[0]
+    fields = (
+        ("vCPUs", lambda v: v.cpus),
+        ("memory MiB", lambda v: v.memory_mib),
+        ("vGPU profile", lambda v: v.vgpu_profile),
+        ("NIC layout", lambda v: v.nic_types),
+    )
+    for vm in workers[1:]:
+        diffs = []
+        for what, get in fields:
+            mine, theirs = get(vm), get(first)
+            if _comparable(mine) and _comparable(theirs) and mine != theirs:
+                diffs.append(f"{what} {mine} vs {theirs}")
+        if diffs:
+            report_violation(f"worker {vm.name!r} differs from {first.name!r}: {'; '.join(diffs)}", vm.urn)
+
+
+def _comparable(v: Any) -> bool:
+    if isinstance(v, list):
+        return all(known(x) for x in v)
+    return v is not UNKNOWN
+
+
+workers_identical = StackValidationPolicy(
+    name="vsphere-workers-identical",
+    description=(
+        "All worker VMs are identical: same vCPUs, memory, vGPU profile and NIC layout. NVIDIA RDG for "
+        "vSphere PVRDMA (reference 000) requires every worker node to have the same configuration; "
+        "distributed training spreads equal shares of work over the workers and waits for the slowest."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=check_workers_identical,
+)
+
+
+POLICIES = [pvrdma_hardware_version, vgpu_memory_reserved, vm_sizing, workers_identical]

@@ -1,0 +1,129 @@
+"""Spectrum switch rules: ECN thresholds and the QoS settings the hosts share with the switch."""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
+
+from .props import (
+    ROCE_FABRIC,
+    SPECTRUM,
+    UNKNOWN,
+    as_int,
+    known,
+    of_type,
+    props_of,
+    reveal,
+    stack_resources,
+)
+
+
+def _switch_name(props: dict, fallback: str) -> str:
+    name = reveal(props.get("switchName"))
+    return name if known(name) else fallback
+
+
+# ---------------------------------------------------------------- ECN
+
+
+def check_ecn_min_below_max(args, report_violation) -> None:
+    if args.resource_type != SPECTRUM:
+        return
+    p = props_of(args)
+    low, high = as_int(p.get("ecnMinKb")), as_int(p.get("ecnMaxKb"))
+    if low is UNKNOWN or high is UNKNOWN or low is None or high is None:
+        return
+    name = _switch_name(p, args.name)
+    if low < 0 or high <= 0:
+        report_violation(f"switch {name!r} has ECN thresholds {low}/{high} KB; both must be positive")
+    elif low >= high:
+        report_violation(
+            f"switch {name!r} starts ECN marking at {low} KB but its maximum is {high} KB; the minimum must be "
+            "below the maximum (the guide uses 150 / 1500)"
+        )
+
+
+ecn_min_below_max = ResourceValidationPolicy(
+    name="spectrum-ecn-min-below-max",
+    description=(
+        "The switch's ECN minimum threshold is below its maximum. DeepOps RoCE guide (reference 001) "
+        "configures ECN on the RoCE ports with minimum-absolute 150 and maximum-absolute 1500 KB; marking "
+        "must ramp up between the two, so a minimum at or above the maximum breaks congestion control."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=check_ecn_min_below_max,
+)
+
+
+# ---------------------------------------------------------------- PFC priority / trust vs hosts
+
+
+def _host_values(resources, switch, switch_key: str | None, fabric_key: str) -> list[tuple]:
+    """(value, where) pairs the hosts use: every RoCE fabric's setting, plus the switch's own copy."""
+    out = []
+    for fabric in of_type(resources, ROCE_FABRIC):
+        v = fabric.get(fabric_key)
+        if known(v):
+            out.append((v, f"fabric {fabric.name!r} {fabric_key}"))
+    if switch_key is not None:
+        v = switch.get(switch_key)
+        if known(v) and all(v != seen for seen, _ in out):
+            out.append((v, f"its {switch_key}"))
+    return out
+
+
+def check_pfc_priority(args, report_violation) -> None:
+    resources = stack_resources(args)
+    for sw in of_type(resources, SPECTRUM):
+        mine = as_int(sw.get("pfcPriority"))
+        if not isinstance(mine, int):
+            continue
+        for value, where in _host_values(resources, sw, "hostPfcPriority", "pfcPriority"):
+            theirs = as_int(value)
+            if isinstance(theirs, int) and theirs != mine:
+                report_violation(
+                    f"switch {_switch_name(sw.props, sw.name)!r} runs PFC on priority {mine} but the hosts send "
+                    f"RoCE on priority {theirs} ({where}); make them equal",
+                    sw.urn,
+                )
+
+
+pfc_priority = StackValidationPolicy(
+    name="spectrum-pfc-priority-matches-hosts",
+    description=(
+        "The switch's PFC / RoCE priority equals the priority the hosts' ConnectX ports send RoCE on. "
+        "DeepOps RoCE guide (reference 001): RoCE relies on the switch's PFC and ECN handling for its "
+        "traffic class; if the priorities differ, RoCE lands in a lossy queue and stalls under load."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=check_pfc_priority,
+)
+
+
+def check_trust(args, report_violation) -> None:
+    resources = stack_resources(args)
+    for sw in of_type(resources, SPECTRUM):
+        mine = sw.get("trust")
+        if not known(mine):
+            continue
+        for value, where in _host_values(resources, sw, None, "trust"):
+            if str(value).lower() != str(mine).lower():
+                report_violation(
+                    f"switch {_switch_name(sw.props, sw.name)!r} trusts {mine} but the hosts mark RoCE by {value} "
+                    f"({where}); use the same trust mode on both",
+                    sw.urn,
+                )
+
+
+trust_matches = StackValidationPolicy(
+    name="spectrum-trust-matches-hosts",
+    description=(
+        "The switch classifies RoCE traffic by the same QoS field (DSCP or PCP) the hosts mark it with. "
+        "DeepOps RoCE guide (reference 001): PFC and ECN act on RoCE's traffic class; a switch trusting a "
+        "field the hosts do not set puts RoCE in the default class."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=check_trust,
+)
+
+
+POLICIES = [ecn_min_below_max, pfc_priority, trust_matches]

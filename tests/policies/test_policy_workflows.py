@@ -1,0 +1,54 @@
+"""The CI workflows run the pack the way users are told to, and feed every lab secret."""
+
+import re
+import sys
+
+import pytest
+import yaml
+
+from policy_helpers import ROOT
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from components.secrets import SECRET_KEYS  # noqa: E402  (the program's list of secrets)
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def _load(name):
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    return data.get("on", data.get(True)), data["jobs"]  # YAML 1.1 reads the key `on` as True
+
+
+def _runs(job):
+    return "\n".join(step.get("run", "") for step in job["steps"])
+
+
+def test_preview_runs_on_pull_requests_with_the_pack():
+    on, jobs = _load("preview.yml")
+    assert "pull_request" in on
+    assert re.search(r"pulumi preview --stack lab --policy-pack policies\b", _runs(jobs["preview"]))
+    assert jobs["preview"]["needs"] == "policy-pack"
+    assert "pytest -q tests/policies" in _runs(jobs["policy-pack"])
+
+
+def test_up_runs_on_main_with_the_pack_one_at_a_time():
+    on, jobs = _load("up.yml")
+    assert on["push"]["branches"] == ["main"]
+    assert re.search(r"pulumi up --stack lab --yes --policy-pack policies\b", _runs(jobs["up"]))
+    data = yaml.safe_load((WORKFLOWS / "up.yml").read_text())
+    assert data["concurrency"]["cancel-in-progress"] is False
+
+
+@pytest.mark.parametrize("name, job", [("preview.yml", "preview"), ("up.yml", "up")])
+def test_every_lab_secret_comes_from_github_secrets(name, job):
+    _, jobs = _load(name)
+    script = _runs(jobs[job])
+    for _attribute, namespace, key, is_object in SECRET_KEYS:
+        if is_object:
+            assert f"{namespace}:{key}." in script, key
+        else:
+            assert re.search(rf"set_secret {namespace}:{key} \"\$\w+\"", script), key
+    text = (WORKFLOWS / name).read_text()
+    for env_name in re.findall(r"set_secret \S+ \"\$(\w+)\"", script):
+        assert re.search(rf"{env_name}: \$\{{\{{ secrets\.\w+ \}}\}}", text), env_name

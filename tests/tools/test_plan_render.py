@@ -1,0 +1,83 @@
+"""make plan / make render: what a reviewer reads must be complete and never carry a secret."""
+
+import json
+
+import pytest
+
+import tools.mockrun
+from tools import plan, render
+from tools.mockrun import PLACEHOLDER
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan")
+    status = plan.main(["--stack", "lab", "--out", str(out)])
+    return status, out
+
+
+def test_plan_exits_zero_and_writes_plan_and_policy_report(planned):
+    status, out = planned
+    assert status == 0
+    document = json.loads((out / "plan.json").read_text())
+    assert document["stack"] == "lab"
+    assert document["resourceCount"] == len(document["resources"]) > 50
+    report = json.loads((out / "policy-report.json").read_text())
+    assert report  # the pack ran and said something about the lab
+
+
+def test_plan_records_parents_and_redacts_every_secret(planned):
+    _, out = planned
+    text = (out / "plan.json").read_text()
+    document = json.loads(text)
+    by_name = {r["name"]: r for r in document["resources"]}
+    assert by_name["roce-vds"]["parent"] == "roce"
+    assert by_name["vms-sckubw01"]["parent"] == "vms"
+    assert by_name["roce"]["parent"] is None
+    # every placeholder secret the program was given shows up only as [secret]
+    assert PLACEHOLDER not in text
+    secret_holders = [r for r in document["resources"] if r["secretInputs"]]
+    assert secret_holders, "the lab passes secrets to some resources"
+    for r in secret_holders:
+        for path in r["secretInputs"]:
+            node = r["inputs"]
+            for step in path.replace("]", "").replace("[", ".").split("."):
+                node = node[int(step)] if isinstance(node, list) else node[step]
+            assert node == "[secret]", (r["name"], path)
+
+
+def test_plan_tree_indents_children_under_parents():
+    run = tools.mockrun.run_stack("lab")
+    lines = plan.tree_lines(run)
+    fabric = lines.index("gpu-lab:vsphere:RoceFabric  roce")
+    assert lines[fabric + 1].startswith("  ") and not lines[fabric].startswith(" ")
+    assert len(lines) == len(run.resources)
+
+
+def test_invalid_configuration_exits_2_with_every_problem(monkeypatch, tmp_path, capsys):
+    config = tools.mockrun.stack_config("lab")
+    config["gpu-lab:vsphere"]["vds"]["lacp"] = True
+    config["gpu-lab:vsphere"]["workers"]["sizing"]["cpus"] = 2
+    monkeypatch.setattr(tools.mockrun, "stack_config", lambda stack: config)
+    assert plan.main(["--stack", "lab", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "vsphere.vds.lacp" in err and "vsphere.workers.sizing.cpus" in err
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_unknown_stack_names_the_stacks_there(tmp_path, capsys):
+    assert plan.main(["--stack", "nope", "--out", str(tmp_path)]) == 2
+    assert "Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+def test_render_writes_the_documented_layout(tmp_path):
+    assert render.main(["--stack", "lab", "--out", str(tmp_path)]) == 0
+    files = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    for expected in ["plan.json", "switch/sc2sw01.onyx.conf", "switch/sc2sw01.onyx.revert"]:
+        assert expected in files
+    kubernetes = [f for f in files if f.startswith("kubernetes/")]
+    assert kubernetes, files
+    for name in kubernetes:
+        text = (tmp_path / name).read_text()
+        assert PLACEHOLDER not in text or "Secret" in text
+        assert ": 1.0\n" not in text  # whole numbers stay integers
