@@ -81,32 +81,33 @@ def problems_from_validation_error(err: ValidationError, prefix: str) -> list[Pr
 
 # ---------------------------------------------------------------- domain types
 
-_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+def pattern_type(regex: str, problem: str, *, lower: bool = False) -> Any:
+    """A text type that must match ``regex``; otherwise the error reads "<value!r> <problem>".
+
+    ``lower`` folds the value to lower case first (and keeps it so), for case-blind formats.
+    """
+    compiled = re.compile(regex)
+
+    def check(value: str) -> str:
+        if lower:
+            value = value.lower()
+        if not compiled.match(value):
+            raise ValueError(f"{value!r} {problem}")
+        return value
+
+    return Annotated[str, AfterValidator(check)]
 
 
-def _check_hostname(value: str) -> str:
-    if not _NAME.match(value):
-        raise ValueError(
-            f"{value!r} is not a valid host name: use lower-case letters, digits and '-', "
-            "1-63 characters, starting and ending with a letter or digit"
-        )
-    return value
-
-
-HostName = Annotated[str, AfterValidator(_check_hostname)]
+HostName = pattern_type(
+    r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
+    "is not a valid host name: use lower-case letters, digits and '-', "
+    "1-63 characters, starting and ending with a letter or digit",
+)
 """A DNS label, used for ESXi hosts, VMs, nodes and switches."""
 
-_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-
-
-def _check_mac(value: str) -> str:
-    value = value.lower()
-    if not _MAC.match(value):
-        raise ValueError(f"{value!r} is not a MAC address: write six hex pairs separated by ':'")
-    return value
-
-
-MacAddress = Annotated[str, AfterValidator(_check_mac)]
+MacAddress = pattern_type(
+    r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", "is not a MAC address: write six hex pairs separated by ':'", lower=True
+)
 
 
 def _check_cidr(value: str) -> str:

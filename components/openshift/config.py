@@ -14,14 +14,13 @@ resolved node list every renderer and the component use.
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal, Optional
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field
 
-from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates
+from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, pattern_type
 from components.vsphere.config import VsphereConfig, planned_vms
 
 if TYPE_CHECKING:
@@ -35,16 +34,10 @@ IGNITION_NAME = {"bootstrap": "bootstrap", "control-plane": "master", "worker": 
 # OVN-Kubernetes keeps these for itself (join switch and transit switch subnets).
 OVN_RESERVED = (ipaddress.IPv4Network("100.64.0.0/16"), ipaddress.IPv4Network("100.88.0.0/16"))
 
-_FQDN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-
-
-def _check_domain(value: str) -> str:
-    if not _FQDN.match(value):
-        raise ValueError(f"{value!r} is not a DNS domain: lower-case labels of letters, digits and '-' joined by '.'")
-    return value
-
-
-Domain = Annotated[str, AfterValidator(_check_domain)]
+Domain = pattern_type(
+    r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
+    "is not a DNS domain: lower-case labels of letters, digits and '-' joined by '.'",
+)
 
 
 def _check_location(value: str) -> str:
@@ -60,16 +53,7 @@ def _check_location(value: str) -> str:
 Location = Annotated[str, AfterValidator(_check_location)]
 """An http(s) URL, or a path relative to the helper node's HTTP server root."""
 
-_DEVICE = re.compile(r"^/dev/[A-Za-z0-9/_.:-]+$")
-
-
-def _check_device(value: str) -> str:
-    if not _DEVICE.match(value):
-        raise ValueError(f"{value!r} is not a block device path like /dev/sda or /dev/nvme0n1")
-    return value
-
-
-BlockDevice = Annotated[str, AfterValidator(_check_device)]
+BlockDevice = pattern_type(r"^/dev/[A-Za-z0-9/_.:-]+$", "is not a block device path like /dev/sda or /dev/nvme0n1")
 
 
 class ClusterNetwork(Model):

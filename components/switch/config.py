@@ -17,11 +17,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
-from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates
+from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
 
 if TYPE_CHECKING:
     from components.config import LabConfig
@@ -42,17 +42,11 @@ PORT_PATTERNS = {
     "cumulus": (re.compile(r"^swp\d{1,3}(s\d)?$"), "swp<N>[s<M>], e.g. swp1 or swp3s1"),
 }
 
-_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$")
-
-
-def _check_token(value: str) -> str:
-    # Values end up unquoted on a switch CLI or in a shell line: keep them to safe characters.
-    if not _TOKEN.match(value):
-        raise ValueError(f"{value!r} must be 1-32 letters, digits, '.', '_' or '-', starting with a letter or digit")
-    return value
-
-
-Token = Annotated[str, AfterValidator(_check_token)]
+# Values end up unquoted on a switch CLI or in a shell line: keep them to safe characters.
+Token = pattern_type(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$",
+    "must be 1-32 letters, digits, '.', '_' or '-', starting with a letter or digit",
+)
 
 
 class Rail(Model):

@@ -8,11 +8,10 @@ management host, identical worker hosts with a ConnectX RoCE uplink each, a
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from components.model import (
     AddressPlan,
@@ -25,6 +24,7 @@ from components.model import (
     Vlan,
     duplicates,
     expand_addresses,
+    pattern_type,
 )
 
 if TYPE_CHECKING:
@@ -39,30 +39,13 @@ RDMA_MIN_MTU = 9000
 
 # grid_<gpu>[-<mig slices>]-<framebuffer GB><series>, e.g. grid_v100-16c, grid_a100-3-20c,
 # nvidia_l40s-24c. Series: a (virtual apps), b (virtual PC), c (compute), q (workstation).
-_VGPU_PROFILE = re.compile(r"^(grid|nvidia)_([a-z0-9]+)(-(\d+))?-(\d+)([abcq])$")
+VgpuProfile = pattern_type(
+    r"^(grid|nvidia)_([a-z0-9]+)(-(\d+))?-(\d+)([abcq])$",
+    "is not a vGPU profile: expected grid_<gpu>[-<slices>]-<framebuffer GB><series> "
+    "with series a, b, c or q, e.g. grid_v100-16c (Virtual Compute Server profiles end in 'c')",
+)
 
-
-def _check_vgpu_profile(value: str) -> str:
-    if not _VGPU_PROFILE.match(value):
-        raise ValueError(
-            f"{value!r} is not a vGPU profile: expected grid_<gpu>[-<slices>]-<framebuffer GB><series> "
-            "with series a, b, c or q, e.g. grid_v100-16c (Virtual Compute Server profiles end in 'c')"
-        )
-    return value
-
-
-VgpuProfile = Annotated[str, AfterValidator(_check_vgpu_profile)]
-
-_VMNIC = re.compile(r"^vmnic\d+$")
-
-
-def _check_vmnic(value: str) -> str:
-    if not _VMNIC.match(value):
-        raise ValueError(f"{value!r} is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")
-    return value
-
-
-Vmnic = Annotated[str, AfterValidator(_check_vmnic)]
+Vmnic = pattern_type(r"^vmnic\d+$", "is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")
 
 
 class Sizing(Model):

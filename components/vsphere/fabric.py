@@ -103,25 +103,10 @@ class RoceFabric(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        self.rdma_port_group = vsphere.DistributedPortGroup(
-            f"{name}-rdma-pg",
-            name=rdma.port_group,
-            distributed_virtual_switch_uuid=self.dvs.id,
-            vlan_id=rdma.vlan,
-            active_uplinks=uplinks,
-            standby_uplinks=[],
-            opts=child,
-        )
         management = vs.networks.management
-        self.management_port_group = vsphere.DistributedPortGroup(
-            f"{name}-management-pg",
-            name=management.port_group,
-            distributed_virtual_switch_uuid=self.dvs.id,
-            vlan_id=management.vlan,
-            active_uplinks=uplinks,
-            standby_uplinks=[],
-            opts=child,
-        )
+        self.rdma_port_group = self._port_group(f"{name}-rdma-pg", rdma.port_group, rdma.vlan, uplinks)
+        self.management_port_group = self._port_group(
+            f"{name}-management-pg", management.port_group, management.vlan, uplinks)
 
         netmask = str(ipaddress.IPv4Network(rdma.cidr).netmask)
         module_options = nmlx5_module_options(rdma.pfc_priority, rdma.trust, lossless=args.lossless)
@@ -157,3 +142,14 @@ class RoceFabric(pulumi.ComponentResource):
             "managementPortGroupId": self.management_port_group.id,
             "hosts": self.host_summary,
         })
+
+    def _port_group(self, logical_name: str, name: str, vlan: int, uplinks: list[str]) -> vsphere.DistributedPortGroup:
+        return vsphere.DistributedPortGroup(
+            logical_name,
+            name=name,
+            distributed_virtual_switch_uuid=self.dvs.id,
+            vlan_id=vlan,
+            active_uplinks=uplinks,
+            standby_uplinks=[],
+            opts=pulumi.ResourceOptions(parent=self),
+        )

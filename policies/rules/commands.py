@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy
+from pulumi_policy import PolicyConfigSchema
 
+from .declare import ADVISORY, resource_policy
 from .props import UNKNOWN, as_int, props_of, reveal, settings
 
 REMOTE_TYPES = ("command:remote:Command", "command:remote:CopyToRemote", "command:remote:CopyFile")
@@ -21,6 +22,10 @@ TIMEOUT_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_connect_timeout(args, report_violation) -> None:
+    """Remote commands (switch configuration, helper-node and OpenShift steps) set connection.perDialTimeout
+    and connection.dialErrorLimit within the configured bounds. The guides configure switches and helper
+    hosts over SSH (references 001, 004); an unbounded dial against an unreachable lab machine stalls the
+    whole update instead of failing it."""
     if args.resource_type not in REMOTE_TYPES:
         return
     conn = reveal(props_of(args).get("connection"))
@@ -43,18 +48,7 @@ def check_connect_timeout(args, report_violation) -> None:
             report_violation(f"{where} sets {key} to {value}; keep it between {low} and {high}{unit}")
 
 
-connect_timeout = ResourceValidationPolicy(
-    name="command-connect-timeout",
-    description=(
-        "Remote commands (switch configuration, helper-node and OpenShift steps) set connection."
-        "perDialTimeout and connection.dialErrorLimit within the configured bounds. The guides configure "
-        "switches and helper hosts over SSH (references 001, 004); an unbounded dial against an unreachable "
-        "lab machine stalls the whole update instead of failing it."
-    ),
-    enforcement_level=EnforcementLevel.ADVISORY,
-    config_schema=TIMEOUT_SCHEMA,
-    validate=check_connect_timeout,
-)
+connect_timeout = resource_policy("command-connect-timeout", ADVISORY, check_connect_timeout, TIMEOUT_SCHEMA)
 
 
 POLICIES = [connect_timeout]

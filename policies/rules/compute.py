@@ -5,15 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ResourceValidationPolicy,
-    StackValidationPolicy,
-)
+from pulumi_policy import PolicyConfigSchema
 
+from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
-    LAB_VMS,
     UNKNOWN,
     VM,
     Res,
@@ -21,10 +16,11 @@ from .props import (
     as_list,
     dig,
     known,
+    lab_vm_entries,
+    name_of,
     of_kind,
     of_type,
     props_of,
-    reveal,
     settings,
     stack_resources,
     truthy,
@@ -41,13 +37,16 @@ HW_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_pvrdma_hardware_version(args, report_violation) -> None:
+    """VMs with a PVRDMA (vrdma) NIC run virtual hardware version 13 or later. VMware's PVRDMA configuration
+    requirements, which the NVIDIA RDG for vSphere PVRDMA (reference 000) follows: the PVRDMA adapter exists
+    only from ESXi 6.5 compatibility (hardware 13) on."""
     if args.resource_type != VM:
         return
     p = props_of(args)
     if not any(dig(n, "adapterType") == "vrdma" for n in as_list(p.get("networkInterfaces"))):
         return
     minimum = int(settings(args, HW_SCHEMA)["minHardwareVersion"])
-    name = reveal(p.get("name")) or args.name
+    name = name_of(p, args.name)
     version = as_int(p.get("hardwareVersion"))
     if version is UNKNOWN:
         return
@@ -62,17 +61,8 @@ def check_pvrdma_hardware_version(args, report_violation) -> None:
         )
 
 
-pvrdma_hardware_version = ResourceValidationPolicy(
-    name="vsphere-pvrdma-hardware-version",
-    description=(
-        "VMs with a PVRDMA (vrdma) NIC run virtual hardware version 13 or later. VMware's PVRDMA "
-        "configuration requirements, which the NVIDIA RDG for vSphere PVRDMA (reference 000) follows: "
-        "the PVRDMA adapter exists only from ESXi 6.5 compatibility (hardware 13) on."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=HW_SCHEMA,
-    validate=check_pvrdma_hardware_version,
-)
+pvrdma_hardware_version = resource_policy("vsphere-pvrdma-hardware-version", MANDATORY,
+                                          check_pvrdma_hardware_version, HW_SCHEMA)
 
 
 # ---------------------------------------------------------------- what a lab VM looks like
@@ -94,36 +84,39 @@ class LabVm:
     resource: Res | None
 
 
+def _vgpu_profiles(resources: list[Res]) -> dict:
+    """VM name -> vGPU profile, from the pyvmomi vGPU resources."""
+    return {r.get("vmName"): r.get("profile") for r in of_kind(resources, "vsphere-vm-vgpu") if known(r.get("vmName"))}
+
+
 def lab_vms(resources: list[Res]) -> list[LabVm]:
     by_name = {r.get("name"): r for r in of_type(resources, VM) if known(r.get("name"))}
-    profiles = {r.get("vmName"): r.get("profile") for r in of_kind(resources, "vsphere-vm-vgpu")
-                if known(r.get("vmName"))}
+    profiles = _vgpu_profiles(resources)
     out = []
-    for comp in of_type(resources, LAB_VMS):
-        for entry in as_list(comp.get("vms")):
-            name = dig(entry, "name")
-            if not known(name):
-                continue
-            vm = by_name.get(name)
-            entry_nics = [dig(n, "adapterType") for n in as_list(dig(entry, "nics"))]
-            if vm is not None:
-                memory = as_int(vm.get("memory"))
-                disks = as_list(vm.get("disks"))
-                nics = [dig(n, "adapterType") for n in as_list(vm.get("networkInterfaces"))]
-                out.append(LabVm(
-                    name, dig(entry, "role"), vm.urn, as_int(vm.get("numCpus")), memory,
-                    as_int(dig(disks[0], "size")) if disks else None,
-                    profiles.get(name, dig(entry, "vgpuProfile")),
-                    nics if vm.get("networkInterfaces") is not UNKNOWN else UNKNOWN, vm,
-                ))
-            else:
-                memory_gb = as_int(dig(entry, "memoryGb"))
-                out.append(LabVm(
-                    name, dig(entry, "role"), comp.urn, as_int(dig(entry, "cpus")),
-                    memory_gb * 1024 if isinstance(memory_gb, int) else memory_gb,
-                    as_int(dig(entry, "diskGb")), profiles.get(name, dig(entry, "vgpuProfile")),
-                    entry_nics, None,
-                ))
+    for comp, entry in lab_vm_entries(resources):
+        name = dig(entry, "name")
+        if not known(name):
+            continue
+        vm = by_name.get(name)
+        entry_nics = [dig(n, "adapterType") for n in as_list(dig(entry, "nics"))]
+        if vm is not None:
+            memory = as_int(vm.get("memory"))
+            disks = as_list(vm.get("disks"))
+            nics = [dig(n, "adapterType") for n in as_list(vm.get("networkInterfaces"))]
+            out.append(LabVm(
+                name, dig(entry, "role"), vm.urn, as_int(vm.get("numCpus")), memory,
+                as_int(dig(disks[0], "size")) if disks else None,
+                profiles.get(name, dig(entry, "vgpuProfile")),
+                nics if vm.get("networkInterfaces") is not UNKNOWN else UNKNOWN, vm,
+            ))
+        else:
+            memory_gb = as_int(dig(entry, "memoryGb"))
+            out.append(LabVm(
+                name, dig(entry, "role"), comp.urn, as_int(dig(entry, "cpus")),
+                memory_gb * 1024 if isinstance(memory_gb, int) else memory_gb,
+                as_int(dig(entry, "diskGb")), profiles.get(name, dig(entry, "vgpuProfile")),
+                entry_nics, None,
+            ))
     return out
 
 
@@ -131,12 +124,14 @@ def lab_vms(resources: list[Res]) -> list[LabVm]:
 
 
 def check_vgpu_memory_reserved(args, report_violation) -> None:
+    """VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in the RDG
+    (reference 000): vSphere does not power on a VM with a shared PCI (vGPU) device unless its whole memory
+    is reserved."""
     resources = stack_resources(args)
-    vgpu_names = {r.get("vmName") for r in of_kind(resources, "vsphere-vm-vgpu") if known(r.get("vmName"))}
-    for comp in of_type(resources, LAB_VMS):
-        for entry in as_list(comp.get("vms")):
-            if known(dig(entry, "vgpuProfile")) and dig(entry, "vgpuProfile"):
-                vgpu_names.add(dig(entry, "name"))
+    vgpu_names = set(_vgpu_profiles(resources))
+    for _, entry in lab_vm_entries(resources):
+        if known(dig(entry, "vgpuProfile")) and dig(entry, "vgpuProfile"):
+            vgpu_names.add(dig(entry, "name"))
     for vm in of_type(resources, VM):
         name = vm.get("name")
         if name not in vgpu_names or truthy(vm.get("memoryReservationLockedToMax")):
@@ -154,16 +149,7 @@ def check_vgpu_memory_reserved(args, report_violation) -> None:
             )
 
 
-vgpu_memory_reserved = StackValidationPolicy(
-    name="vsphere-vgpu-memory-reserved",
-    description=(
-        "VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in "
-        "the RDG (reference 000): vSphere does not power on a VM with a shared PCI (vGPU) device unless "
-        "its whole memory is reserved."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_vgpu_memory_reserved,
-)
+vgpu_memory_reserved = stack_policy("vsphere-vgpu-memory-reserved", MANDATORY, check_vgpu_memory_reserved)
 
 
 # ---------------------------------------------------------------- sizing
@@ -181,6 +167,9 @@ _ROLE_KEYS = {"worker": "worker", "control-plane": "controlPlane"}
 
 
 def check_vm_sizing(args, report_violation) -> None:
+    """Workers have at least 4 vCPU, 24 GB memory and a 50 GB disk; control-plane VMs at least 4 vCPU, 16 GB
+    and 50 GB. NVIDIA RDG for vSphere PVRDMA (reference 000) gives these as the starting size for Kubernetes
+    nodes on vSphere; smaller nodes may not fit the GPU workloads."""
     cfg = settings(args, SIZING_SCHEMA)
     for vm in lab_vms(stack_resources(args)):
         prefix = _ROLE_KEYS.get(vm.role)
@@ -197,23 +186,16 @@ def check_vm_sizing(args, report_violation) -> None:
             report_violation(f"{vm.role} VM {vm.name!r} is below the guide's sizing: {', '.join(short)}", vm.urn)
 
 
-vm_sizing = StackValidationPolicy(
-    name="vsphere-vm-sizing",
-    description=(
-        "Workers have at least 4 vCPU, 24 GB memory and a 50 GB disk; control-plane VMs at least 4 vCPU, "
-        "16 GB and 50 GB. NVIDIA RDG for vSphere PVRDMA (reference 000) gives these as the starting "
-        "size for Kubernetes nodes on vSphere; smaller nodes may not fit the GPU workloads."
-    ),
-    enforcement_level=EnforcementLevel.ADVISORY,
-    config_schema=SIZING_SCHEMA,
-    validate=check_vm_sizing,
-)
+vm_sizing = stack_policy("vsphere-vm-sizing", ADVISORY, check_vm_sizing, SIZING_SCHEMA)
 
 
 # ---------------------------------------------------------------- identical workers
 
 
 def check_workers_identical(args, report_violation) -> None:
+    """All worker VMs are identical: same vCPUs, memory, vGPU profile and NIC layout. NVIDIA RDG for vSphere
+    PVRDMA (reference 000) requires every worker node to have the same configuration; distributed training
+    spreads equal shares of work over the workers and waits for the slowest."""
     workers = [vm for vm in lab_vms(stack_resources(args)) if vm.role == "worker"]
     if len(workers) < 2:
         return
@@ -240,16 +222,7 @@ def _comparable(v: Any) -> bool:
     return v is not UNKNOWN
 
 
-workers_identical = StackValidationPolicy(
-    name="vsphere-workers-identical",
-    description=(
-        "All worker VMs are identical: same vCPUs, memory, vGPU profile and NIC layout. NVIDIA RDG for "
-        "vSphere PVRDMA (reference 000) requires every worker node to have the same configuration; "
-        "distributed training spreads equal shares of work over the workers and waits for the slowest."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_workers_identical,
-)
+workers_identical = stack_policy("vsphere-workers-identical", MANDATORY, check_workers_identical)
 
 
 POLICIES = [pvrdma_hardware_version, vgpu_memory_reserved, vm_sizing, workers_identical]

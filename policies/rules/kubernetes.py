@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy
+from pulumi_policy import PolicyConfigSchema
 
+from .declare import MANDATORY, resource_policy
 from .props import (
     UNKNOWN,
     as_dict,
@@ -73,6 +74,10 @@ RDMA_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_rdma_pods(args, report_violation) -> None:
+    """Containers that request RDMA resources (a resource name containing 'rdma', or an SR-IOV resource) add
+    the IPC_LOCK capability and do not run privileged. DeepOps RoCE guide (reference 001): its SR-IOV RoCE
+    jobs add IPC_LOCK so RDMA can lock memory; privileged mode would grant the whole host for what one
+    capability does."""
     if not _is_workload(args.resource_type):
         return
     patterns = [p.lower() for p in settings(args, RDMA_SCHEMA)["rdmaResourcePatterns"]]
@@ -99,18 +104,7 @@ def check_rdma_pods(args, report_violation) -> None:
             )
 
 
-rdma_pods = ResourceValidationPolicy(
-    name="k8s-rdma-pod-ipc-lock",
-    description=(
-        "Containers that request RDMA resources (a resource name containing 'rdma', or an SR-IOV resource) "
-        "add the IPC_LOCK capability and do not run privileged. DeepOps RoCE guide (reference 001): its "
-        "SR-IOV RoCE jobs add IPC_LOCK so RDMA can lock memory; privileged mode would grant the whole host "
-        "for what one capability does."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=RDMA_SCHEMA,
-    validate=check_rdma_pods,
-)
+rdma_pods = resource_policy("k8s-rdma-pod-ipc-lock", MANDATORY, check_rdma_pods, RDMA_SCHEMA)
 
 
 # ---------------------------------------------------------------- GPU limits
@@ -124,6 +118,9 @@ GPU_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_gpu_limits(args, report_violation) -> None:
+    """A container that requests nvidia.com/gpu also sets it, equal, in its limits. NVIDIA RDG for vSphere
+    PVRDMA (reference 000) and DeepOps (reference 001) size their GPU jobs with nvidia.com/gpu limits;
+    Kubernetes rejects extended resources given only as requests."""
     if not _is_workload(args.resource_type):
         return
     gpu = settings(args, GPU_SCHEMA)["gpuResource"]
@@ -150,17 +147,7 @@ def check_gpu_limits(args, report_violation) -> None:
             )
 
 
-gpu_limits = ResourceValidationPolicy(
-    name="k8s-gpu-limits",
-    description=(
-        "A container that requests nvidia.com/gpu also sets it, equal, in its limits. NVIDIA RDG for "
-        "vSphere PVRDMA (reference 000) and DeepOps (reference 001) size their GPU jobs with "
-        "nvidia.com/gpu limits; Kubernetes rejects extended resources given only as requests."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=GPU_SCHEMA,
-    validate=check_gpu_limits,
-)
+gpu_limits = resource_policy("k8s-gpu-limits", MANDATORY, check_gpu_limits, GPU_SCHEMA)
 
 
 POLICIES = [rdma_pods, gpu_limits]

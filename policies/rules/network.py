@@ -5,13 +5,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ResourceValidationPolicy,
-    StackValidationPolicy,
-)
+from pulumi_policy import PolicyConfigSchema
 
+from .declare import MANDATORY, resource_policy, stack_policy
 from .props import (
     DPG,
     DVS,
@@ -22,11 +18,14 @@ from .props import (
     UNKNOWN,
     VM,
     VNIC,
+    any_unknown,
     as_int,
     as_list,
     dig,
     kind_of,
     known,
+    lab_vm_entries,
+    name_of,
     of_kind,
     of_type,
     props_of,
@@ -48,27 +47,21 @@ def _in_fabric(args) -> bool:
 
 
 def check_vds_no_lacp(args, report_violation) -> None:
+    """The RoCE vDS and its port groups must not use LACP or any other link aggregation. DeepOps RoCE guide
+    (reference 001): link bundles across NICs do not work well with RoCE and RDMA; each RDMA NIC belongs on
+    its own subnet instead."""
     if args.resource_type not in (DVS, DPG) or not _in_fabric(args):
         return
     p = props_of(args)
     if truthy(p.get("lacpEnabled")):
         what = "vDS" if args.resource_type == DVS else "port group"
         report_violation(
-            f"{what} {reveal(p.get('name')) or args.name!r} has lacpEnabled=true; RDMA uplinks must not be "
+            f"{what} {name_of(p, args.name)!r} has lacpEnabled=true; RDMA uplinks must not be "
             "aggregated: remove lacpEnabled (or set it false) and give each RDMA NIC its own subnet"
         )
 
 
-vds_no_lacp = ResourceValidationPolicy(
-    name="vsphere-vds-no-lacp",
-    description=(
-        "The RoCE vDS and its port groups must not use LACP or any other link aggregation. "
-        "DeepOps RoCE guide (reference 001): link bundles across NICs do not work well with RoCE and "
-        "RDMA; each RDMA NIC belongs on its own subnet instead."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_vds_no_lacp,
-)
+vds_no_lacp = resource_policy("vsphere-vds-no-lacp", MANDATORY, check_vds_no_lacp)
 
 
 # ---------------------------------------------------------------- MTU
@@ -82,12 +75,15 @@ MTU_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_rdma_mtu(args, report_violation) -> None:
+    """Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames, 9000 by
+    default. NVIDIA RDG for vSphere PVRDMA (reference 000) builds the RoCE network with jumbo frames; a
+    smaller MTU anywhere on the path caps RDMA message size and throughput."""
     cfg = settings(args, MTU_SCHEMA)
     minimum = int(cfg["minMtu"])
     p = props_of(args)
     t = args.resource_type
     if t == DVS and _in_fabric(args):
-        _mtu_at_least(report_violation, f"vDS {reveal(p.get('name')) or args.name!r} maxMtu",
+        _mtu_at_least(report_violation, f"vDS {name_of(p, args.name)!r} maxMtu",
                       p.get("maxMtu"), minimum, unset=VSPHERE_DEFAULT_MTU)
     elif t == VNIC and _in_fabric(args):
         _mtu_at_least(report_violation, f"vmk {args.name!r} mtu", p.get("mtu"), minimum,
@@ -97,7 +93,7 @@ def check_rdma_mtu(args, report_violation) -> None:
     elif t == SPECTRUM:
         host_mtu = as_int(p.get("hostMtu"))
         need = max(minimum, host_mtu) if isinstance(host_mtu, int) else minimum
-        _mtu_at_least(report_violation, f"switch {reveal(p.get('switchName')) or args.name!r} mtu",
+        _mtu_at_least(report_violation, f"switch {name_of(p, args.name, 'switchName')!r} mtu",
                       p.get("mtu"), need, unset=None)
 
 
@@ -113,27 +109,20 @@ def _mtu_at_least(report_violation, what: str, raw, minimum: int, unset) -> None
         report_violation(f"{what} is {mtu}; RoCE needs jumbo frames end to end: set {minimum} or more")
 
 
-rdma_mtu = ResourceValidationPolicy(
-    name="vsphere-rdma-mtu",
-    description=(
-        "Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames, "
-        "9000 by default. NVIDIA RDG for vSphere PVRDMA (reference 000) builds the RoCE network with "
-        "jumbo frames; a smaller MTU anywhere on the path caps RDMA message size and throughput."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=MTU_SCHEMA,
-    validate=check_rdma_mtu,
-)
+rdma_mtu = resource_policy("vsphere-rdma-mtu", MANDATORY, check_rdma_mtu, MTU_SCHEMA)
 
 
 # ---------------------------------------------------------------- one uplink
 
 
 def check_vds_single_uplink(args, report_violation) -> None:
+    """The PVRDMA vDS has exactly one uplink per host: the RDMA NIC, with no standby or extra active uplinks.
+    NVIDIA RDG for vSphere PVRDMA (reference 000): PVRDMA between hosts uses the physical RDMA devices that
+    are the vDS uplinks; traffic that leaves through any other NIC falls back to TCP."""
     if args.resource_type != DVS or not _in_fabric(args):
         return
     p = props_of(args)
-    name = reveal(p.get("name")) or args.name
+    name = name_of(p, args.name)
     uplinks = reveal(p.get("uplinks"))
     if isinstance(uplinks, list) and len(uplinks) != 1:
         report_violation(
@@ -162,76 +151,60 @@ def check_vds_single_uplink(args, report_violation) -> None:
             )
 
 
-vds_single_uplink = ResourceValidationPolicy(
-    name="vsphere-pvrdma-vds-single-uplink",
-    description=(
-        "The PVRDMA vDS has exactly one uplink per host: the RDMA NIC, with no standby or extra active "
-        "uplinks. NVIDIA RDG for vSphere PVRDMA (reference 000): PVRDMA between hosts uses the physical "
-        "RDMA devices that are the vDS uplinks; traffic that leaves through any other NIC falls back to TCP."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_vds_single_uplink,
-)
+vds_single_uplink = resource_policy("vsphere-pvrdma-vds-single-uplink", MANDATORY, check_vds_single_uplink)
 
 
 # ---------------------------------------------------------------- one NIC per subnet
 
 
 def check_one_nic_per_subnet(args, report_violation) -> None:
+    """A VM has at most one NIC on any subnet (port group). DeepOps RoCE guide (reference 001): each NIC goes
+    on a separate subnet; two NICs on one subnet make RDMA and routing pick paths unpredictably."""
     p = props_of(args)
     if args.resource_type == VM:
-        networks = [reveal(dig(n, "networkId")) for n in as_list(p.get("networkInterfaces"))]
-        counts = Counter(n for n in networks if known(n))
-        for network, n in counts.items():
-            if n > 1:
-                report_violation(
-                    f"VM {reveal(p.get('name')) or args.name!r} has {n} NICs on network {network}; "
-                    "give each NIC its own subnet"
-                )
+        for network, n in _repeated(dig(nic, "networkId") for nic in as_list(p.get("networkInterfaces"))):
+            report_violation(
+                f"VM {name_of(p, args.name)!r} has {n} NICs on network {network}; give each NIC its own subnet"
+            )
     elif args.resource_type == LAB_VMS:
         for vm in as_list(p.get("vms")):
-            subnets = [reveal(dig(nic, "subnet")) for nic in as_list(dig(vm, "nics"))]
-            counts = Counter(s for s in subnets if known(s))
-            for subnet, n in counts.items():
-                if n > 1:
-                    report_violation(
-                        f"VM {dig(vm, 'name')!r} has {n} NICs on subnet {subnet}; give each NIC its own subnet"
-                    )
+            for subnet, n in _repeated(dig(nic, "subnet") for nic in as_list(dig(vm, "nics"))):
+                report_violation(
+                    f"VM {dig(vm, 'name')!r} has {n} NICs on subnet {subnet}; give each NIC its own subnet"
+                )
 
 
-one_nic_per_subnet = ResourceValidationPolicy(
-    name="vsphere-vm-one-nic-per-subnet",
-    description=(
-        "A VM has at most one NIC on any subnet (port group). DeepOps RoCE guide (reference 001): each "
-        "NIC goes on a separate subnet; two NICs on one subnet make RDMA and routing pick paths "
-        "unpredictably."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_one_nic_per_subnet,
-)
+def _repeated(values) -> list[tuple]:
+    """(value, count) for each known value that occurs more than once."""
+    return [(v, n) for v, n in Counter(v for v in values if known(v)).items() if n > 1]
+
+
+one_nic_per_subnet = resource_policy("vsphere-vm-one-nic-per-subnet", MANDATORY, check_one_nic_per_subnet)
 
 
 # ---------------------------------------------------------------- vrdma NICs on a DPG
 
 
 def check_pvrdma_nic_on_dpg(args, report_violation) -> None:
+    """PVRDMA (vrdma) NICs attach to a distributed port group of the lab's RDMA vDS. NVIDIA RDG for vSphere
+    PVRDMA (reference 000): VMs that talk PVRDMA must be connected to the same vSphere Distributed Switch; a
+    vrdma adapter on a standard switch cannot use the RDMA uplink."""
     resources = stack_resources(args)
     dpgs = of_type(resources, DPG)
     port_groups = {r.get("name") for r in dpgs if known(r.get("name"))}
-    names_unknown = any(not known(r.get("name")) for r in dpgs)  # preview: a miss proves nothing
-    for labvms in of_type(resources, LAB_VMS):
-        for vm in as_list(labvms.get("vms")):
-            for i, nic in enumerate(as_list(dig(vm, "nics"))):
-                network = dig(nic, "network")
-                if dig(nic, "adapterType") != "vrdma" or not known(network):
-                    continue
-                if network not in port_groups and not names_unknown:
-                    report_violation(
-                        f"VM {dig(vm, 'name')!r} NIC {i} is a PVRDMA (vrdma) adapter on network {network!r}, which "
-                        f"is not a distributed port group of this stack ({sorted(port_groups) or 'none'}); "
-                        "attach it to the RDMA vDS port group",
-                        labvms.urn,
-                    )
+    names_unknown = any_unknown(dpgs, "name")
+    for labvms, vm in lab_vm_entries(resources):
+        for i, nic in enumerate(as_list(dig(vm, "nics"))):
+            network = dig(nic, "network")
+            if dig(nic, "adapterType") != "vrdma" or not known(network):
+                continue
+            if network not in port_groups and not names_unknown:
+                report_violation(
+                    f"VM {dig(vm, 'name')!r} NIC {i} is a PVRDMA (vrdma) adapter on network {network!r}, which "
+                    f"is not a distributed port group of this stack ({sorted(port_groups) or 'none'}); "
+                    "attach it to the RDMA vDS port group",
+                    labvms.urn,
+                )
     for vm in of_type(resources, VM):
         nics = as_list(vm.get("networkInterfaces"))
         if not any(dig(n, "adapterType") == "vrdma" for n in nics):
@@ -246,16 +219,7 @@ def check_pvrdma_nic_on_dpg(args, report_violation) -> None:
             )
 
 
-pvrdma_nic_on_dpg = StackValidationPolicy(
-    name="vsphere-pvrdma-nic-on-distributed-port-group",
-    description=(
-        "PVRDMA (vrdma) NICs attach to a distributed port group of the lab's RDMA vDS. NVIDIA RDG for "
-        "vSphere PVRDMA (reference 000): VMs that talk PVRDMA must be connected to the same vSphere "
-        "Distributed Switch; a vrdma adapter on a standard switch cannot use the RDMA uplink."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_pvrdma_nic_on_dpg,
-)
+pvrdma_nic_on_dpg = stack_policy("vsphere-pvrdma-nic-on-distributed-port-group", MANDATORY, check_pvrdma_nic_on_dpg)
 
 
 # ---------------------------------------------------------------- hosts ready for PVRDMA
@@ -264,6 +228,10 @@ _VMK = re.compile(r"^vmk\d+$")
 
 
 def check_rdma_host_ready(args, report_violation) -> None:
+    """Every host of the RoCE fabric has its RDMA NIC as an uplink of the RDMA vDS, the Net.PVRDMAVmknic
+    advanced option naming its RDMA vmk, and the pvrdma firewall ruleset enabled. NVIDIA RDG for vSphere
+    PVRDMA (reference 000): PVRDMA between hosts needs a physical RDMA uplink on the vDS (else it falls back
+    to TCP), a vmk tagged for PVRDMA, and port 28250 open."""
     resources = stack_resources(args)
     options = of_kind(resources, "vsphere-host-advanced-option")
     rulesets = of_kind(resources, "vsphere-host-firewall-ruleset")
@@ -278,7 +246,7 @@ def check_rdma_host_ready(args, report_violation) -> None:
         switches = [r for r in of_type(resources, DVS)
                     if (known(vds_name) and r.get("name") == vds_name)
                     or (not known(vds_name) and under_component(r.urn, ROCE_FABRIC))]
-        names_unknown = any(not known(r.get("name")) for r in of_type(resources, DVS))
+        names_unknown = any_unknown(of_type(resources, DVS), "name")
         if known(vds_name) and not switches and not names_unknown:
             report_violation(
                 f"fabric {fabric.name!r} names vDS {vds_name!r}, but no vDS of that name is in the stack; "
@@ -316,7 +284,7 @@ def check_rdma_host_ready(args, report_violation) -> None:
             mine = [o for o in options if o.get("hostName") == name
                     and str(o.get("key", "")).lower() == "net.pvrdmavmknic"]
             values = [o.get("value") for o in mine]
-            if not mine and not unsure and not _uncertain(options, "key"):
+            if not mine and not unsure and not any_unknown(options, "hostName", "key"):
                 report_violation(
                     f"host {name} does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to "
                     "name the RDMA vmk",
@@ -332,7 +300,7 @@ def check_rdma_host_ready(args, report_violation) -> None:
             if mine_rs:
                 disabled = all(known(r.get("enabled")) and not truthy(r.get("enabled")) for r in mine_rs)
             else:
-                disabled = not unsure and not _uncertain(rulesets, "ruleset")
+                disabled = not unsure and not any_unknown(rulesets, "hostName", "ruleset")
             if disabled:
                 report_violation(
                     f"host {name} does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) "
@@ -341,22 +309,7 @@ def check_rdma_host_ready(args, report_violation) -> None:
                 )
 
 
-def _uncertain(resources, field: str) -> bool:
-    """True when some resource's host or ``field`` is unknown (preview): a miss proves nothing."""
-    return any(not known(r.get("hostName")) or not known(r.get(field)) for r in resources)
-
-
-rdma_host_ready = StackValidationPolicy(
-    name="vsphere-rdma-host-ready",
-    description=(
-        "Every host of the RoCE fabric has its RDMA NIC as an uplink of the RDMA vDS, the "
-        "Net.PVRDMAVmknic advanced option naming its RDMA vmk, and the pvrdma firewall ruleset enabled. "
-        "NVIDIA RDG for vSphere PVRDMA (reference 000): PVRDMA between hosts needs a physical RDMA uplink "
-        "on the vDS (else it falls back to TCP), a vmk tagged for PVRDMA, and port 28250 open."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_rdma_host_ready,
-)
+rdma_host_ready = stack_policy("vsphere-rdma-host-ready", MANDATORY, check_rdma_host_ready)
 
 
 POLICIES = [vds_no_lacp, rdma_mtu, vds_single_uplink, one_nic_per_subnet, pvrdma_nic_on_dpg, rdma_host_ready]

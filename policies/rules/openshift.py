@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ResourceValidationPolicy,
-    StackValidationPolicy,
-)
+from pulumi_policy import PolicyConfigSchema
 
+from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
-    LAB_VMS,
     OPENSHIFT,
     UNKNOWN,
     as_dict,
@@ -18,6 +13,8 @@ from .props import (
     as_list,
     dig,
     known,
+    lab_vm_entries,
+    name_of,
     of_type,
     props_of,
     reveal,
@@ -37,6 +34,9 @@ CONTROL_PLANE_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_three_control_plane(args, report_violation) -> None:
+    """An OpenShift cluster has three control-plane nodes unless it is a single-node cluster. NVIDIA/Red Hat
+    OpenShift GPU guide (reference 004): the minimal cluster has three masters, which keeps etcd highly
+    available (no split brain) and lets masters upgrade one at a time."""
     if args.resource_type != OPENSHIFT:
         return
     p = props_of(args)
@@ -48,22 +48,13 @@ def check_three_control_plane(args, report_violation) -> None:
         return
     if have != want:
         report_violation(
-            f"cluster {reveal(p.get('clusterName')) or args.name!r} has {have} control-plane node(s); "
+            f"cluster {name_of(p, args.name, 'clusterName')!r} has {have} control-plane node(s); "
             f"OpenShift needs {want} for etcd quorum and uninterrupted upgrades (or singleNode: true)"
         )
 
 
-three_control_plane = ResourceValidationPolicy(
-    name="openshift-three-control-plane-nodes",
-    description=(
-        "An OpenShift cluster has three control-plane nodes unless it is a single-node cluster. "
-        "NVIDIA/Red Hat OpenShift GPU guide (reference 004): the minimal cluster has three masters, "
-        "which keeps etcd highly available (no split brain) and lets masters upgrade one at a time."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=CONTROL_PLANE_SCHEMA,
-    validate=check_three_control_plane,
-)
+three_control_plane = resource_policy("openshift-three-control-plane-nodes", MANDATORY,
+                                      check_three_control_plane, CONTROL_PLANE_SCHEMA)
 
 
 # ---------------------------------------------------------------- load balancer ports
@@ -78,6 +69,9 @@ LB_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_lb_ports(args, report_violation) -> None:
+    """The cluster load balancer serves 6443 (API), 22623 (machine config), 80 and 443 (ingress), each with
+    backend nodes. NVIDIA/Red Hat OpenShift GPU guide (reference 004): its HAProxy fronts these four ports;
+    without any one of them nodes cannot join or applications cannot be reached."""
     if args.resource_type != OPENSHIFT:
         return
     p = props_of(args)
@@ -108,29 +102,21 @@ def _as_ports(frontends) -> set:
     return {as_int(f) for f in as_list(frontends)}
 
 
-lb_ports = ResourceValidationPolicy(
-    name="openshift-lb-required-ports",
-    description=(
-        "The cluster load balancer serves 6443 (API), 22623 (machine config), 80 and 443 (ingress), each "
-        "with backend nodes. NVIDIA/Red Hat OpenShift GPU guide (reference 004): its HAProxy fronts "
-        "these four ports; without any one of them nodes cannot join or applications cannot be reached."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=LB_SCHEMA,
-    validate=check_lb_ports,
-)
+lb_ports = resource_policy("openshift-lb-required-ports", MANDATORY, check_lb_ports, LB_SCHEMA)
 
 
 # ---------------------------------------------------------------- bootstrap out of the pools
 
 
 def check_lb_no_bootstrap(args, report_violation) -> None:
+    """Once the cluster is installed (bootstrap off), the bootstrap node is no longer a load-balancer backend.
+    NVIDIA/Red Hat OpenShift GPU guide (reference 004): the bootstrap node is removed when bootstrapping
+    completes; a stale backend sends API and ignition requests to a dead node."""
     resources = stack_resources(args)
     bootstrap_names = {"bootstrap"}
-    for comp in of_type(resources, LAB_VMS):
-        for vm in as_list(comp.get("vms")):
-            if dig(vm, "role") == "bootstrap" and known(dig(vm, "name")):
-                bootstrap_names.add(dig(vm, "name"))
+    for _, vm in lab_vm_entries(resources):
+        if dig(vm, "role") == "bootstrap" and known(dig(vm, "name")):
+            bootstrap_names.add(dig(vm, "name"))
     for cluster in of_type(resources, OPENSHIFT):
         bootstrap = cluster.get("bootstrap")
         if not known(bootstrap) or truthy(bootstrap):
@@ -148,16 +134,7 @@ def check_lb_no_bootstrap(args, report_violation) -> None:
                     )
 
 
-lb_no_bootstrap = StackValidationPolicy(
-    name="openshift-lb-no-bootstrap-after-install",
-    description=(
-        "Once the cluster is installed (bootstrap off), the bootstrap node is no longer a load-balancer "
-        "backend. NVIDIA/Red Hat OpenShift GPU guide (reference 004): the bootstrap node is removed when "
-        "bootstrapping completes; a stale backend sends API and ignition requests to a dead node."
-    ),
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=check_lb_no_bootstrap,
-)
+lb_no_bootstrap = stack_policy("openshift-lb-no-bootstrap-after-install", ADVISORY, check_lb_no_bootstrap)
 
 
 POLICIES = [three_control_plane, lb_ports, lb_no_bootstrap]

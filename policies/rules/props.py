@@ -18,7 +18,7 @@ that and unwrap secrets. Nothing here raises on unknown values.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -319,6 +319,23 @@ def of_kind(resources: list[Res], kind: str) -> list[Res]:
 
 def known(v: Any) -> bool:
     return v is not None and v is not UNKNOWN
+
+
+def any_unknown(resources: list[Res], *paths: str) -> bool:
+    """True when some resource lacks a known value at one of ``paths`` (preview): a miss proves nothing."""
+    return any(not known(r.get(path)) for r in resources for path in paths)
+
+
+def name_of(props: dict, fallback: str, key: str = "name") -> Any:
+    """The name property for messages; the logical name when it is unset or unknown."""
+    return reveal(props.get(key)) or fallback
+
+
+def lab_vm_entries(resources: list[Res]) -> Iterator[tuple[Res, Any]]:
+    """(LabVms component, VM entry) for every VM the stack's LabVms components list."""
+    for comp in of_type(resources, LAB_VMS):
+        for entry in as_list(comp.get("vms")):
+            yield comp, entry
 
 
 ReportViolation = Callable[..., None]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy
+from pulumi_policy import PolicyConfigSchema
 
+from .declare import MANDATORY, resource_policy
 from .props import UNKNOWN, is_secret, is_unknown, props_of, settings
 
 K8S_SECRET = "kubernetes:core/v1:Secret"
@@ -62,6 +63,11 @@ def _plain_text(v) -> bool:
 
 
 def check_credentials_secret(args, report_violation) -> None:
+    """Passwords, private keys, pull secrets and licence tokens reach resources only as Pulumi secrets:
+    connection passwords and keys of remote commands, the vCenter password of the pyvmomi resources, and any
+    property or environment variable whose name looks like a credential. The guides' deployments carry
+    vCenter, switch, NVIDIA licence and OpenShift pull-secret credentials (references 000, 001, 004); in
+    plain text they end up in the state file and the logs."""
     pattern = re.compile(settings(args, CREDENTIAL_SCHEMA)["credentialKeyPattern"], re.IGNORECASE)
     skip = ("data", "stringData") if args.resource_type == K8S_SECRET else ()
     for path in plain_credentials(props_of(args), pattern, skip):
@@ -71,22 +77,14 @@ def check_credentials_secret(args, report_violation) -> None:
         )
 
 
-credentials_secret = ResourceValidationPolicy(
-    name="secrets-credentials-are-secret",
-    description=(
-        "Passwords, private keys, pull secrets and licence tokens reach resources only as Pulumi secrets: "
-        "connection passwords and keys of remote commands, the vCenter password of the pyvmomi resources, "
-        "and any property or environment variable whose name looks like a credential. The guides' "
-        "deployments carry vCenter, switch, NVIDIA licence and OpenShift pull-secret credentials "
-        "(references 000, 001, 004); in plain text they end up in the state file and the logs."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=CREDENTIAL_SCHEMA,
-    validate=check_credentials_secret,
-)
+credentials_secret = resource_policy("secrets-credentials-are-secret", MANDATORY,
+                                     check_credentials_secret, CREDENTIAL_SCHEMA)
 
 
 def check_k8s_secret_data(args, report_violation) -> None:
+    """The data and stringData of a Kubernetes Secret are Pulumi secrets. The add-ons of the guides (NVIDIA
+    licence token for the GPU operator, registry credentials; references 000, 004) travel as Kubernetes
+    Secrets; their values must not sit in the Pulumi state as plain text."""
     if args.resource_type != K8S_SECRET:
         return
     p = props_of(args)
@@ -103,16 +101,7 @@ def check_k8s_secret_data(args, report_violation) -> None:
                 )
 
 
-k8s_secret_data = ResourceValidationPolicy(
-    name="secrets-k8s-secret-data-is-secret",
-    description=(
-        "The data and stringData of a Kubernetes Secret are Pulumi secrets. The add-ons of the guides "
-        "(NVIDIA licence token for the GPU operator, registry credentials; references 000, 004) travel as "
-        "Kubernetes Secrets; their values must not sit in the Pulumi state as plain text."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_k8s_secret_data,
-)
+k8s_secret_data = resource_policy("secrets-k8s-secret-data-is-secret", MANDATORY, check_k8s_secret_data)
 
 
 POLICIES = [credentials_secret, k8s_secret_data]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
-
+from .declare import MANDATORY, resource_policy, stack_policy
 from .props import (
     ROCE_FABRIC,
     SPECTRUM,
@@ -26,6 +25,9 @@ def _switch_name(props: dict, fallback: str) -> str:
 
 
 def check_ecn_min_below_max(args, report_violation) -> None:
+    """The switch's ECN minimum threshold is below its maximum. DeepOps RoCE guide (reference 001) configures
+    ECN on the RoCE ports with minimum-absolute 150 and maximum-absolute 1500 KB; marking must ramp up
+    between the two, so a minimum at or above the maximum breaks congestion control."""
     if args.resource_type != SPECTRUM:
         return
     p = props_of(args)
@@ -42,16 +44,7 @@ def check_ecn_min_below_max(args, report_violation) -> None:
         )
 
 
-ecn_min_below_max = ResourceValidationPolicy(
-    name="spectrum-ecn-min-below-max",
-    description=(
-        "The switch's ECN minimum threshold is below its maximum. DeepOps RoCE guide (reference 001) "
-        "configures ECN on the RoCE ports with minimum-absolute 150 and maximum-absolute 1500 KB; marking "
-        "must ramp up between the two, so a minimum at or above the maximum breaks congestion control."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_ecn_min_below_max,
-)
+ecn_min_below_max = resource_policy("spectrum-ecn-min-below-max", MANDATORY, check_ecn_min_below_max)
 
 
 # ---------------------------------------------------------------- PFC priority / trust vs hosts
@@ -72,6 +65,9 @@ def _host_values(resources, switch, switch_key: str | None, fabric_key: str) -> 
 
 
 def check_pfc_priority(args, report_violation) -> None:
+    """The switch's PFC / RoCE priority equals the priority the hosts' ConnectX ports send RoCE on. DeepOps
+    RoCE guide (reference 001): RoCE relies on the switch's PFC and ECN handling for its traffic class; if
+    the priorities differ, RoCE lands in a lossy queue and stalls under load."""
     resources = stack_resources(args)
     for sw in of_type(resources, SPECTRUM):
         mine = as_int(sw.get("pfcPriority"))
@@ -87,19 +83,13 @@ def check_pfc_priority(args, report_violation) -> None:
                 )
 
 
-pfc_priority = StackValidationPolicy(
-    name="spectrum-pfc-priority-matches-hosts",
-    description=(
-        "The switch's PFC / RoCE priority equals the priority the hosts' ConnectX ports send RoCE on. "
-        "DeepOps RoCE guide (reference 001): RoCE relies on the switch's PFC and ECN handling for its "
-        "traffic class; if the priorities differ, RoCE lands in a lossy queue and stalls under load."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_pfc_priority,
-)
+pfc_priority = stack_policy("spectrum-pfc-priority-matches-hosts", MANDATORY, check_pfc_priority)
 
 
 def check_trust(args, report_violation) -> None:
+    """The switch classifies RoCE traffic by the same QoS field (DSCP or PCP) the hosts mark it with. DeepOps
+    RoCE guide (reference 001): PFC and ECN act on RoCE's traffic class; a switch trusting a field the hosts
+    do not set puts RoCE in the default class."""
     resources = stack_resources(args)
     for sw in of_type(resources, SPECTRUM):
         mine = sw.get("trust")
@@ -114,16 +104,7 @@ def check_trust(args, report_violation) -> None:
                 )
 
 
-trust_matches = StackValidationPolicy(
-    name="spectrum-trust-matches-hosts",
-    description=(
-        "The switch classifies RoCE traffic by the same QoS field (DSCP or PCP) the hosts mark it with. "
-        "DeepOps RoCE guide (reference 001): PFC and ECN act on RoCE's traffic class; a switch trusting a "
-        "field the hosts do not set puts RoCE in the default class."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_trust,
-)
+trust_matches = stack_policy("spectrum-trust-matches-hosts", MANDATORY, check_trust)
 
 
 POLICIES = [ecn_min_below_max, pfc_priority, trust_matches]
