@@ -1,7 +1,7 @@
 """`make bench`: the offline plan on generated labs of 4, 64 and 512 workers.
 
-Each lab is the lab stack scaled: four workers per worker host, RDMA and management networks
-widened to /16. Prints resources registered and wall-clock seconds of the program run under
+Each lab is the lab stack scaled (OpenShift, switch and add-ons included): four workers per
+worker host, RDMA and management networks widened to /16. Prints resources registered and wall-clock seconds of the program run under
 mocks (config validation included), best of `--repeat` runs.
 """
 
@@ -30,9 +30,13 @@ def scaled_lab(workers: int) -> dict:
     vs["workers"]["names"] = [f"gpuw{i + 1:04d}" for i in range(workers)]
     vs["workers"]["rdmaAddresses"] = {"first": str(ipaddress.IPv4Address("192.168.16.1"))}
     vs["workers"]["managementAddresses"] = {"first": "172.16.16.1"}
-    for key in list(config):  # the fabric and VMs are what scales; keep other sections as they are
-        if key == "gpu-lab:openshift":
-            del config[key]
+    openshift = config.get("gpu-lab:openshift")
+    if openshift:
+        openshift["networks"]["machineNetwork"] = [vs["networks"]["management"]["vmCidr"]]
+        openshift["networks"]["clusterNetwork"] = {"cidr": "10.128.0.0/12", "hostPrefix": 23}
+    addons = config.get("gpu-lab:addons")
+    if addons and addons.get("network"):
+        addons["network"]["podPool"] = "192.168.128.0/18"  # room for every worker's pods
     return config
 
 
