@@ -20,8 +20,10 @@ from tools.mockrun import PROJECT, Run, run_stack, stack_config
 from tools.plan import tidy_numbers, write_plan
 
 KUBERNETES_PREFIX = "kubernetes:"
-# Registered by pulumi-kubernetes but not Kubernetes objects themselves.
-NOT_OBJECTS = {"kubernetes:helm.sh/v3:Release", "pulumi:providers:kubernetes"}
+# Registered by pulumi-kubernetes but not Kubernetes objects themselves: Helm releases and
+# remote manifests are fetched by the provider at preview time; plan.json lists them (chart,
+# repository, version; manifest URL).
+NOT_OBJECT_PREFIXES = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:providers:")
 
 
 def rendered_sections(stack: str) -> dict[str, str]:
@@ -49,7 +51,7 @@ def kubernetes_manifest(inputs: dict[str, Any], type_token: str) -> dict[str, An
 def kubernetes_files(run: Run) -> dict[str, str]:
     files: dict[str, str] = {}
     for r in run.resources:
-        if not r.type.startswith(KUBERNETES_PREFIX) or r.type in NOT_OBJECTS:
+        if not r.type.startswith(KUBERNETES_PREFIX) or r.type.startswith(NOT_OBJECT_PREFIXES):
             continue
         manifest = kubernetes_manifest(tidy_numbers(r.redacted()), r.type)
         kind = manifest["kind"].lower()

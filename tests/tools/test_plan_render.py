@@ -81,3 +81,17 @@ def test_render_writes_the_documented_layout(tmp_path):
         text = (tmp_path / name).read_text()
         assert PLACEHOLDER not in text or "Secret" in text
         assert ": 1.0\n" not in text  # whole numbers stay integers
+
+
+def test_render_leaves_helm_releases_and_remote_manifests_to_plan_json(tmp_path):
+    assert render.main(["--stack", "lab", "--out", str(tmp_path)]) == 0
+    kinds = {yaml_kind(p) for p in (tmp_path / "kubernetes").glob("*.yaml")}
+    assert "ConfigFile" not in kinds and "Release" not in kinds
+    document = json.loads((tmp_path / "plan.json").read_text())
+    releases = [r for r in document["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    assert releases and all({"chart", "version"} <= set(r["inputs"]) for r in releases)
+
+
+def yaml_kind(path):
+    import yaml
+    return yaml.safe_load(path.read_text())["kind"]
