@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The real Pulumi engine (make setup-pulumi) on the repo's own pyvmomi dynamic resources
+# (components.vsphere.dynamic) against a vCenter simulator (vcsim) on a loopback port:
+# preview with the project's policy pack, up, checks of the vSphere state and of secrets in the
+# state file, an update, destroy, and a check that destroy put every value back.
+# Prints one PASS line per step with its time and ends with "N passed, 0 failed"; stops with
+# FAIL and the engine's output at the first failure. Nothing leaves 127.0.0.1.
+#
+# Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
+#      VCSIM (default <repo>/.cache/bin/vcsim, else on PATH), ENGINE_SIM_KEEP=1 keeps the work dir.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${PULUMI_CACHE_DIR:-$ROOT/.cache/pulumi}
+VENV=${VENV:-$ROOT/.venv}
+PY=$VENV/bin/python
+VCSIM=${VCSIM:-$ROOT/.cache/bin/vcsim}
+[[ -x $VCSIM ]] || VCSIM=$(command -v vcsim || true)
+[[ -x $CACHE/bin/pulumi ]] || { echo "FAIL no Pulumi engine in $CACHE: run make setup-pulumi"; exit 1; }
+[[ -n $VCSIM ]] || { echo "FAIL no vcsim: run scripts/install-vcsim.sh"; exit 1; }
+
+export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
+export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+# The dynamic provider process unpickles the providers by module name: it must find the repo.
+export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+export PULUMI_CONFIG_PASSPHRASE=engine-sim-$RANDOM$RANDOM
+# A fresh password per run, so finding it anywhere in the state means it leaked from this run.
+SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+SIM_USER=lab-admin  # vcsim refuses user names with '@'
+PACK=$ROOT/policies
+
+WORK=$(mktemp -d /tmp/engine-sim.XXXXXX)
+export PULUMI_BACKEND_URL=file://$WORK/state
+VCSIM_PID=
+cleanup() {
+    if [[ -n $VCSIM_PID ]]; then
+        kill "$VCSIM_PID" 2>/dev/null || true
+        wait "$VCSIM_PID" 2>/dev/null || true
+    fi
+    if [[ ${ENGINE_SIM_KEEP:-0} = 1 ]]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PASSED=0
+T0=$SECONDS
+step_start=$SECONDS
+pass() { echo "PASS $* ($((SECONDS - step_start))s)"; PASSED=$((PASSED + 1)); step_start=$SECONDS; }
+fail() {
+    echo "FAIL $*"
+    echo "$PASSED passed, 1 failed"
+    exit 1
+}
+# run LOG CMD...: the engine's output goes to LOG and is printed when the command fails.
+run() {
+    local log=$WORK/$1; shift
+    local rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
+}
+
+# vsphere prepare|state: reads (and for prepare, seeds) vcsim with pyvmomi, independently of
+# the engine. prepare prints "host vmId vmName"; state prints one comparable line.
+vsphere() {
+    SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD "$PY" - "$@" <<'EOF'
+import os, sys, time
+from pyVmomi import vim
+from components.vsphere import hostops
+
+what = sys.argv[1]
+login = (os.environ["SIM_USER"], os.environ["SIM_PASSWORD"])
+for attempt in range(100):  # vcsim prints its URL a moment before it answers
+    try:
+        with hostops.session("127.0.0.1", *login, port=int(os.environ["SIM_PORT"]), insecure=True) as si:
+            content = si.RetrieveContent()
+            host = content.rootFolder.childEntity[0].hostFolder.childEntity[0].host[0]
+            vm = host.vm[0]
+            if what == "prepare":
+                # vcsim has no Net.PVRDMAVmknic; ESXi has it, empty until PVRDMA is set up.
+                host.configManager.advancedOption.UpdateOptions(
+                    changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
+                print(host.name, vm._moId, vm.name)
+            else:
+                print(f"ruleset={hostops.get_ruleset_enabled(host, 'pvrdma')}"
+                      f" option={hostops.get_advanced_option(host, 'Net.PVRDMAVmknic')!r}"
+                      f" vgpu={hostops.get_vgpu_profile(vm)!r} devices={len(hostops.vgpu_devices(vm))}"
+                      f" power={vm.runtime.powerState}")
+        break
+    except (ConnectionError, OSError):
+        if what != "prepare" or attempt == 99:
+            raise
+        time.sleep(0.1)
+EOF
+}
+
+# expect_state WHAT LINE: vcsim's state as pyvmomi reads it must be LINE.
+expect_state() {
+    local got; got=$(vsphere state) || fail "reading vcsim state ($1)"
+    [[ $got = "$2" ]] || fail "$1: vSphere has '$got', expected '$2'"
+}
+
+# ---------------------------------------------------------------- vcsim
+"$VCSIM" -l 127.0.0.1:0 -username "$SIM_USER" -password "$SIM_PASSWORD" \
+    >"$WORK/vcsim.out" 2>"$WORK/vcsim.err" </dev/null &
+VCSIM_PID=$!
+SIM_PORT=
+for _ in $(seq 200); do  # port 0: the kernel picks a free port, vcsim prints it
+    SIM_PORT=$(grep -o 'GOVC_URL=https://[^ ]*@127\.0\.0\.1:[0-9]*' "$WORK/vcsim.out" | grep -o '[0-9]*$' || true)
+    [[ -n $SIM_PORT ]] && break
+    kill -0 "$VCSIM_PID" 2>/dev/null || break
+    sleep 0.1
+done
+[[ -n $SIM_PORT ]] || { cat "$WORK/vcsim.err"; fail "vcsim did not start"; }
+read -r HOST VM_ID VM_NAME < <(vsphere prepare) || fail "seeding vcsim"
+[[ -n $VM_NAME ]] || fail "seeding vcsim: no host/VM found"
+BEFORE=$(vsphere state)
+[[ $BEFORE = "ruleset=False option='' vgpu='' devices=0 power=poweredOn" ]] || fail "unexpected vcsim start state: $BEFORE"
+pass "vcsim on 127.0.0.1:$SIM_PORT, host $HOST, VM $VM_NAME ($VM_ID), Net.PVRDMAVmknic seeded: $BEFORE"
+
+# ---------------------------------------------------------------- project
+mkdir -p "$WORK/state" "$WORK/proj"
+cat >"$WORK/proj/Pulumi.yaml" <<EOF
+name: engine-sim
+runtime:
+  name: python
+  options:
+    virtualenv: $VENV
+EOF
+cat >"$WORK/proj/__main__.py" <<'EOF'
+"""The repo's pyvmomi resources under the real engine, against vcsim."""
+import pulumi
+
+from components.vsphere.dynamic import HostAdvancedOption, HostFirewallRuleset, VcenterConnection, VmVgpuProfile
+
+cfg = pulumi.Config()
+conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
+                         password=cfg.require_secret("password"), insecure=True)  # vcsim: self-signed
+host = cfg.require("host")
+HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True)
+HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.require("vmknic"))
+vgpu = VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), cfg.require("vgpuProfile"))
+pulumi.export("vgpuOriginal", vgpu.original)
+EOF
+cd "$WORK/proj"
+run stack.log pulumi stack init sim
+# A stack without any config yet: the program must run and fail on its own missing config.
+if pulumi preview >"$WORK/noconfig.log" 2>&1 \
+        || ! grep -q "Missing required configuration variable 'engine-sim:port'" "$WORK/noconfig.log"; then
+    cat "$WORK/noconfig.log"; fail "preview of a stack without config reports the missing key"
+fi
+# From stdin, so the password is not on a command line.
+run config.log pulumi config set --secret password < <(printf '%s' "$SIM_PASSWORD")
+for kv in "port=$SIM_PORT" "user=$SIM_USER" "host=$HOST" "vmId=$VM_ID" "vmName=$VM_NAME" \
+          vmknic=vmk1 vgpuProfile=grid_v100-8c; do
+    run config.log pulumi config set "${kv%%=*}" "${kv#*=}"
+done
+grep -qF "$SIM_PASSWORD" Pulumi.sim.yaml && fail "config file holds the password in clear"
+grep -q 'password:' Pulumi.sim.yaml && grep -q 'secure:' Pulumi.sim.yaml || fail "password is not a secure config value"
+pass "project + stack sim (file backend): missing config reported, password set with config set --secret"
+
+# ---------------------------------------------------------------- preview + policy pack
+run preview.log pulumi preview --policy-pack "$PACK"
+# The pack's verdict line: a check mark only when no policy reported a violation.
+grep -q "✅ gpu-lab@v0.1.0 (local: $PACK)" "$WORK/preview.log" \
+    || { cat "$WORK/preview.log"; fail "preview did not pass the gpu-lab policy pack"; }
+grep -qE '\+ 4 to create' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview plans 4 creates"; }
+pass "preview --policy-pack $PACK: gpu-lab pack loaded, no mandatory violation, 4 to create"
+
+# ---------------------------------------------------------------- up
+run up.log pulumi up --yes --policy-pack "$PACK"
+grep -q '4 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up created 4 resources"; }
+expect_state "after up" "ruleset=True option='vmk1' vgpu='grid_v100-8c' devices=1 power=poweredOn"
+pass "up --policy-pack: pvrdma ruleset on, Net.PVRDMAVmknic=vmk1, $VM_NAME has vGPU grid_v100-8c"
+
+# ---------------------------------------------------------------- secrets in the state
+run export.json pulumi stack export --file "$WORK/export.json"
+"$PY" - "$WORK/export.json" <<'EOF' || fail "password is not a secret in pulumi stack export"
+import json, sys
+SIG = "4dabf18193072939515e22adb298388d"  # the engine's marker of a secret value
+res = [r for r in json.load(open(sys.argv[1]))["deployment"]["resources"]
+       if r["type"] == "pulumi-python:dynamic:Resource"]
+assert len(res) == 3, len(res)
+for r in res:
+    for side in ("inputs", "outputs"):
+        pw = r[side]["password"]
+        assert isinstance(pw, dict) and pw.get(SIG) and pw.get("ciphertext"), (r["urn"], side, pw)
+EOF
+STATE_FILE=$WORK/state/.pulumi/stacks/engine-sim/sim.json
+grep -qF "$VM_ID" "$STATE_FILE" || fail "no state file at $STATE_FILE (the grep below would prove nothing)"
+# State, its backups and history, the stack config, the export.
+grep -rqF "$SIM_PASSWORD" "$WORK/state" "$WORK/proj" "$WORK/export.json" && fail "the password is in clear in the state"
+pass "password: secret ciphertext in inputs and outputs of the 3 resources, nowhere in clear in the state"
+
+# ---------------------------------------------------------------- update
+run config.log pulumi config set vgpuProfile grid_v100-16c
+run up2.log pulumi up --yes --policy-pack "$PACK"
+grep -q '1 updated' "$WORK/up2.log" && ! grep -q 'replace' "$WORK/up2.log" \
+    || { cat "$WORK/up2.log"; fail "the profile change is an in-place update"; }
+expect_state "after update" "ruleset=True option='vmk1' vgpu='grid_v100-16c' devices=1 power=poweredOn"
+[[ $(pulumi stack output vgpuOriginal) = "" ]] || fail "update lost the value found at create"
+pass "update: vGPU profile changed in place to grid_v100-16c"
+
+# ---------------------------------------------------------------- destroy
+run destroy.log pulumi destroy --yes
+grep -q '4 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 4 resources"; }
+expect_state "after destroy" "$BEFORE"
+pass "destroy: vSphere back to $BEFORE"
+
+echo "total $((SECONDS - T0))s"
+echo "$PASSED passed, 0 failed"
