@@ -15,7 +15,7 @@ PULUMI_ENV := env PATH="$(PULUMI_BIN):$$PATH" PULUMI_HOME="$(PULUMI_CACHE_DIR)/h
 
 .PHONY: setup-pulumi engine-sim pulumi-check
 
-setup-pulumi: ## build the Pulumi engine into .cache/pulumi (docs/engine.md)
+setup-pulumi: setup ## build the Pulumi engine into .cache/pulumi (docs/engine.md)
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/setup-pulumi.sh
 
 engine-sim: setup setup-pulumi ## the real engine on our pyvmomi resources against vcsim
