@@ -15,7 +15,10 @@ from typing import Any
 
 import yaml
 
+from components.addons.render import render_files as render_addons
 from components.config import load_lab
+from components.openshift.render import render_files as render_openshift
+from components.switch.render import render_files as render_switch
 from tools.mockrun import PROJECT, Run, run_stack, stack_config
 from tools.plan import tidy_numbers, write_plan
 
@@ -27,15 +30,12 @@ NOT_OBJECT_PREFIXES = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:provid
 
 
 def rendered_sections(stack: str) -> dict[str, str]:
+    """Each section's files (components/<section>/render.py: render_files(lab))."""
     config = stack_config(stack)
     lab = load_lab({k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")})
     files: dict[str, str] = {}
-    for section in ("openshift", "switch", "addons"):
-        try:
-            module = __import__(f"components.{section}.render", fromlist=["render_files"])
-        except ModuleNotFoundError:
-            continue
-        files.update(module.render_files(lab))
+    for render_files in (render_openshift, render_switch, render_addons):
+        files.update(render_files(lab))
     return files
 
 
