@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Optional
 
+from procs import stop  # noqa: F401  (re-exported for the OpenShift tests)
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -162,11 +164,3 @@ def remap_endpoints(text: str, target: Callable[[str, int], int]) -> tuple[str, 
     return _ENDPOINT.sub(swap, text), mapping
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)

@@ -35,6 +35,7 @@ from components.config import load_lab
 from components.switch.config import SwitchConfig
 from components.switch.render import render_apply, render_revert
 from switch_sim import nvue_args
+from procs import stop
 
 HERE = Path(__file__).resolve().parent
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
@@ -199,12 +200,7 @@ def switch_box(tmp_path_factory):
         _wait_listening(port, proc, d / "sshd.log")
         yield StandInSwitch(d, port, user, d / "client_key", d / "known_hosts")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from procs import stop
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # vcsim v0.46.3 rejects a user containing "@" (it compares the URL-escaped form), so no SSO domain.
@@ -63,12 +65,7 @@ def vcsim(tmp_path_factory: pytest.TempPathFactory):
         _wait_until_answering(proc, sim, err_path)
         yield sim
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def _wait_for_port(proc: subprocess.Popen, out_path: Path, err_path: Path) -> int:

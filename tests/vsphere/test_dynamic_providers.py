@@ -26,6 +26,7 @@ from pyVmomi import vim
 
 from components.vsphere import dynamic as d
 from components.vsphere import hostops
+from procs import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
@@ -431,8 +432,7 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
             stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=urn, properties=created.properties), timeout=30)
             assert hostops.get_ruleset_enabled(host, "pvrdma") is False
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop(server, grace_s=10)
 
 
 def test_module_options_have_no_silent_default():
