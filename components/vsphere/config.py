@@ -36,6 +36,15 @@ MIN_CONTROL_PLANE = {"cpus": 4, "memoryGb": 16, "diskGb": 50}
 # OpenShift's documented bootstrap minimum.
 MIN_BOOTSTRAP = {"cpus": 4, "memoryGb": 16, "diskGb": 100}
 RDMA_MIN_MTU = 9000
+# PVRDMA needs virtual hardware 13 or later (VMware vSphere Networking, "PVRDMA Support":
+# https://docs.vmware.com/en/VMware-vSphere/8.0/vsphere-networking/GUID-4A5EBD44-FB1E-4A83-BB47-BBC65181E1C2.html).
+# pulumi-vsphere 4.18.2 accepts 4, 7-11, 13-15, 17-22 (pulumi_vsphere/virtual_machine.py, hardware_version)
+# and refuses to downgrade a VM (terraform-provider-vsphere, vsphere/internal/helper/virtualmachine/
+# virtual_machine_helper.go, ValidateHardwareVersion), so the default is to keep the template's version.
+HARDWARE_VERSIONS = (13, 14, 15, *range(17, 23))
+# vDS versions from 6.5.0 (PVRDMA) that pulumi-vsphere accepts (terraform-provider-vsphere,
+# vsphere/distributed_virtual_switch_helper.go, dvsVersions).
+VDS_VERSIONS = ("6.5.0", "6.6.0", "7.0.0", "7.0.2", "7.0.3", "8.0.0", "8.0.3")
 
 # grid_<gpu>[-<mig slices>]-<framebuffer GB><series>, e.g. grid_v100-16c, grid_a100-3-20c,
 # nvidia_l40s-24c. Series: a (virtual apps), b (virtual PC), c (compute), q (workstation).
@@ -134,7 +143,9 @@ class VsphereConfig(Model):
         default=None, description="datastore of the management host's VMs (default: datastore)")
     folder: Optional[str] = Field(default=None, description="VM folder, relative to the datacenter")
     domain: str = Field(default="lab.local", description="DNS domain given to cloned guests")
-    hardware_version: int = Field(default=14, description="VM hardware version; PVRDMA needs 13 or later")
+    hardware_version: Optional[int] = Field(
+        default=None, description="VM hardware version to upgrade the clones to (default: keep the template's); "
+                                  "PVRDMA needs 13 or later")
     management_host: HostName
     worker_hosts: list[WorkerHost] = Field(min_length=1)
     vmk_addresses: AddressPlan = Field(description="RDMA vmk addresses, one per worker host, in order")
@@ -250,11 +261,16 @@ def check(lab: "LabConfig") -> list[Problem]:
     if vs.vds.lacp:
         p.append(Problem("vsphere.vds.lacp",
                          "LACP is not allowed on RDMA uplinks (RoCE needs one NIC per subnet, no bonding); set false"))
-    if vs.hardware_version < 13:
+    if vs.hardware_version is not None and vs.hardware_version not in HARDWARE_VERSIONS:
         p.append(Problem("vsphere.hardwareVersion",
-                         f"{vs.hardware_version} is too old: PVRDMA needs virtual hardware 13 or later"))
+                         f"{vs.hardware_version} is not allowed: PVRDMA needs virtual hardware 13 or later, and "
+                         f"pulumi-vsphere accepts {_ranges(HARDWARE_VERSIONS)}; or leave it out to keep the "
+                         "template's version"))
     if tuple(int(x) for x in vs.vds.version.split(".")) < (6, 5, 0):
         p.append(Problem("vsphere.vds.version", f"{vs.vds.version}: PVRDMA needs a vDS of version 6.5.0 or later"))
+    elif vs.vds.version not in VDS_VERSIONS:
+        p.append(Problem("vsphere.vds.version", f"{vs.vds.version} is not a vDS version pulumi-vsphere can create; "
+                                                f"use one of {', '.join(VDS_VERSIONS)}"))
 
     # Subnets: the management network of hosts/VMs must not overlap the RDMA network.
     for key, net in (("hostCidr", host_net), ("vmCidr", vm_net)):
@@ -322,6 +338,17 @@ def check(lab: "LabConfig") -> list[Problem]:
                 ipaddress.IPv4Network(f"{v.management_address}/{rdma_net.prefixlen}", strict=False) == rdma_net:
             p.append(Problem("vsphere", f"VM {v.name} has two NICs on {rdma_net}; one NIC per subnet"))
     return p
+
+
+def _ranges(values) -> str:
+    """(13, 14, 15, 17, 18) -> '13-15, 17-18'."""
+    runs: list[list[int]] = []
+    for v in sorted(values):
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def _sizing_problems(path: str, sizing: Sizing, minimum: dict[str, int], role: str) -> list[Problem]:

@@ -1,6 +1,6 @@
 """LabVms: control-plane, bootstrap and vGPU worker VMs cloned from a template.
 
-Every VM gets a vmxnet3 management NIC. Workers also get a PVRDMA (`vrdma`) NIC on the RDMA
+Every VM gets a vmxnet3 management NIC. Workers also get a PVRDMA (`vmxnet3vrdma`) NIC on the RDMA
 port group with their planned address, memory fully reserved (a vGPU VM does not power on
 otherwise), the vGPU profile (pyvmomi: a PCI passthrough device with a vmiop backing), and are
 spread over the worker hosts by DRS anti-affinity rules.
@@ -23,7 +23,10 @@ from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
 
 MANAGEMENT_ADAPTER = "vmxnet3"
-PVRDMA_ADAPTER = "vrdma"
+# pulumi-vsphere's name for the PVRDMA adapter: its validator accepts e1000, e1000e, sriov, vmxnet3 and
+# vmxnet3vrdma (terraform-provider-vsphere, vsphere/internal/virtualdevice/
+# virtual_machine_network_interface_subresource.go); "vrdma", as its description says, is refused.
+PVRDMA_ADAPTER = "vmxnet3vrdma"
 
 
 def vcenter_connection(vsphere_config: pulumi.Config, secrets: LabSecrets) -> VcenterConnection:
@@ -69,12 +72,19 @@ class LabVms(pulumi.ComponentResource):
     def __init__(self, name: str, args: LabVmsArgs, opts: pulumi.ResourceOptions | None = None):
         vs = args.vsphere
         rdma_net = ipaddress.IPv4Network(vs.networks.rdma.cidr)
-        super().__init__("gpu-lab:vsphere:LabVms", name, {"vms": [_intent(vm, vs) for vm in args.vms]}, opts)
+        # The template is looked up first: without vsphere.hardwareVersion the VMs keep its hardware
+        # version, and the policy pack needs that version among the component's inputs to judge PVRDMA.
+        lookup = pulumi.InvokeOptions(parent=opts.parent if opts else None)
+        datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=lookup)
+        template = vsphere.get_virtual_machine_output(name=vs.template, datacenter_id=datacenter.id, opts=lookup)
+        super().__init__("gpu-lab:vsphere:LabVms", name, {
+            "vms": [_intent(vm, vs) for vm in args.vms],
+            "hardwareVersion": vs.hardware_version,
+            "templateHardwareVersion": template.hardware_version,
+        }, opts)
         invoke = pulumi.InvokeOptions(parent=self)
 
-        datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=invoke)
         cluster = vsphere.get_compute_cluster_output(name=vs.cluster, datacenter_id=datacenter.id, opts=invoke)
-        template = vsphere.get_virtual_machine_output(name=vs.template, datacenter_id=datacenter.id, opts=invoke)
         datastore = vsphere.get_datastore_output(name=vs.datastore, datacenter_id=datacenter.id, opts=invoke)
         management_datastore = datastore if not vs.management_datastore else vsphere.get_datastore_output(
             name=vs.management_datastore, datacenter_id=datacenter.id, opts=invoke)
@@ -121,6 +131,7 @@ class LabVms(pulumi.ComponentResource):
                 # vGPU VMs do not power on without all guest memory reserved.
                 memory_reservation=memory_mb if vm.vgpu_profile else None,
                 memory_reservation_locked_to_max=True if vm.vgpu_profile else None,
+                # None keeps the template's version: the provider refuses to downgrade a VM.
                 hardware_version=vs.hardware_version,
                 guest_id=template.guest_id,
                 scsi_type=template.scsi_type,

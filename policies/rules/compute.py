@@ -9,8 +9,11 @@ from pulumi_policy import PolicyConfigSchema
 
 from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
+    LAB_VMS,
+    PVRDMA_ADAPTER,
     UNKNOWN,
     VM,
+    VM_ADAPTER_TYPES,
     Res,
     as_int,
     as_list,
@@ -37,32 +40,51 @@ HW_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_pvrdma_hardware_version(args, report_violation) -> None:
-    """VMs with a PVRDMA (vrdma) NIC run virtual hardware version 13 or later. VMware's PVRDMA configuration
+    """VMs with a PVRDMA NIC run virtual hardware version 13 or later. VMware's PVRDMA configuration
     requirements, which the NVIDIA RDG for vSphere PVRDMA (reference 000) follows: the PVRDMA adapter exists
-    only from ESXi 6.5 compatibility (hardware 13) on."""
-    if args.resource_type != VM:
-        return
-    p = props_of(args)
-    if not any(dig(n, "adapterType") == "vrdma" for n in as_list(p.get("networkInterfaces"))):
-        return
+    only from ESXi 6.5 compatibility (hardware 13) on. A VM without hardwareVersion keeps its template's
+    version, which only the LabVms component knows (templateHardwareVersion, from the template look-up), so
+    the rule judges the VM's own setting when there is one and the template's version otherwise."""
     minimum = int(settings(args, HW_SCHEMA)["minHardwareVersion"])
-    name = name_of(p, args.name)
-    version = as_int(p.get("hardwareVersion"))
-    if version is UNKNOWN:
-        return
-    if version is None:
-        report_violation(
-            f"VM {name!r} has a PVRDMA NIC but no hardwareVersion, so it keeps its template's version; "
-            f"set hardwareVersion to {minimum} or later"
-        )
-    elif version < minimum:
-        report_violation(
-            f"VM {name!r} has a PVRDMA NIC on hardware version {version}; PVRDMA needs {minimum} or later"
-        )
+    p = props_of(args)
+    if args.resource_type == VM:
+        if not any(dig(n, "adapterType") == PVRDMA_ADAPTER for n in as_list(p.get("networkInterfaces"))):
+            return
+        version = as_int(p.get("hardwareVersion"))
+        if known(version) and version < minimum:
+            report_violation(f"VM {name_of(p, args.name)!r} has a PVRDMA NIC on hardware version {version}; "
+                             f"PVRDMA needs {minimum} or later")
+    elif args.resource_type == LAB_VMS:
+        template = as_int(p.get("templateHardwareVersion"))
+        if p.get("hardwareVersion") is not None or not known(template) or template >= minimum:
+            return
+        for vm in as_list(p.get("vms")):
+            if any(dig(n, "adapterType") == PVRDMA_ADAPTER for n in as_list(dig(vm, "nics"))):
+                report_violation(
+                    f"VM {dig(vm, 'name')!r} has a PVRDMA NIC and keeps its template's hardware version {template}; "
+                    f"PVRDMA needs {minimum} or later: set vsphere.hardwareVersion or upgrade the template")
 
 
 pvrdma_hardware_version = resource_policy("vsphere-pvrdma-hardware-version", MANDATORY,
                                           check_pvrdma_hardware_version, HW_SCHEMA)
+
+
+def check_nic_adapter_type(args, report_violation) -> None:
+    """Every VM NIC names an adapter type pulumi-vsphere accepts. The NVIDIA RDG for vSphere PVRDMA
+    (reference 000) gives each worker a PVRDMA adapter, which the provider calls vmxnet3vrdma; any other
+    spelling (such as vrdma) passes preview while the NIC's network is unknown and then fails every worker
+    VM at create, after the switch, vmks and control plane already exist."""
+    if args.resource_type != VM:
+        return
+    p = props_of(args)
+    for i, nic in enumerate(as_list(p.get("networkInterfaces"))):
+        adapter = dig(nic, "adapterType")
+        if known(adapter) and adapter not in VM_ADAPTER_TYPES:
+            report_violation(f"VM {name_of(p, args.name)!r} NIC {i} has adapter type {adapter!r}; pulumi-vsphere "
+                             f"accepts {', '.join(VM_ADAPTER_TYPES)} (PVRDMA is {PVRDMA_ADAPTER})")
+
+
+nic_adapter_type = resource_policy("vsphere-vm-nic-adapter-type", MANDATORY, check_nic_adapter_type)
 
 
 # ---------------------------------------------------------------- what a lab VM looks like
@@ -225,4 +247,4 @@ def _comparable(v: Any) -> bool:
 workers_identical = stack_policy("vsphere-workers-identical", MANDATORY, check_workers_identical)
 
 
-POLICIES = [pvrdma_hardware_version, vgpu_memory_reserved, vm_sizing, workers_identical]
+POLICIES = [pvrdma_hardware_version, nic_adapter_type, vgpu_memory_reserved, vm_sizing, workers_identical]

@@ -13,6 +13,7 @@ from .props import (
     DVS,
     DYNAMIC,
     LAB_VMS,
+    PVRDMA_ADAPTER,
     ROCE_FABRIC,
     SPECTRUM,
     UNKNOWN,
@@ -182,13 +183,13 @@ def _repeated(values) -> list[tuple]:
 one_nic_per_subnet = resource_policy("vsphere-vm-one-nic-per-subnet", MANDATORY, check_one_nic_per_subnet)
 
 
-# ---------------------------------------------------------------- vrdma NICs on a DPG
+# ---------------------------------------------------------------- PVRDMA NICs on a DPG
 
 
 def check_pvrdma_nic_on_dpg(args, report_violation) -> None:
-    """PVRDMA (vrdma) NICs attach to a distributed port group of the lab's RDMA vDS. NVIDIA RDG for vSphere
+    """PVRDMA (vmxnet3vrdma) NICs attach to a distributed port group of the lab's RDMA vDS. NVIDIA RDG for vSphere
     PVRDMA (reference 000): VMs that talk PVRDMA must be connected to the same vSphere Distributed Switch; a
-    vrdma adapter on a standard switch cannot use the RDMA uplink."""
+    PVRDMA adapter on a standard switch cannot use the RDMA uplink."""
     resources = stack_resources(args)
     dpgs = of_type(resources, DPG)
     port_groups = {r.get("name") for r in dpgs if known(r.get("name"))}
@@ -196,25 +197,25 @@ def check_pvrdma_nic_on_dpg(args, report_violation) -> None:
     for labvms, vm in lab_vm_entries(resources):
         for i, nic in enumerate(as_list(dig(vm, "nics"))):
             network = dig(nic, "network")
-            if dig(nic, "adapterType") != "vrdma" or not known(network):
+            if dig(nic, "adapterType") != PVRDMA_ADAPTER or not known(network):
                 continue
             if network not in port_groups and not names_unknown:
                 report_violation(
-                    f"VM {dig(vm, 'name')!r} NIC {i} is a PVRDMA (vrdma) adapter on network {network!r}, which "
+                    f"VM {dig(vm, 'name')!r} NIC {i} is a PVRDMA (vmxnet3vrdma) adapter on network {network!r}, which "
                     f"is not a distributed port group of this stack ({sorted(port_groups) or 'none'}); "
                     "attach it to the RDMA vDS port group",
                     labvms.urn,
                 )
     for vm in of_type(resources, VM):
         nics = as_list(vm.get("networkInterfaces"))
-        if not any(dig(n, "adapterType") == "vrdma" for n in nics):
+        if not any(dig(n, "adapterType") == PVRDMA_ADAPTER for n in nics):
             continue
         if vm.prop_deps is None or "networkInterfaces" not in vm.prop_deps:
             continue  # the engine gave no dependency information: nothing to judge
         if DPG not in vm.dep_types.get("networkInterfaces", []):
             report_violation(
-                f"VM {vm.get('name') or vm.name!r} has a PVRDMA (vrdma) NIC but none of its networks is a "
-                "distributed port group of this stack; attach the vrdma NIC to the RDMA vDS port group",
+                f"VM {vm.get('name') or vm.name!r} has a PVRDMA (vmxnet3vrdma) NIC but none of its networks is a "
+                "distributed port group of this stack; attach the PVRDMA NIC to the RDMA vDS port group",
                 vm.urn,
             )
 

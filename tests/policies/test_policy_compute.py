@@ -20,11 +20,32 @@ def test_old_hardware_on_a_pvrdma_vm_is_refused(lab):
         ("sckubw02", "VM 'sckubw02' has a PVRDMA NIC on hardware version 11; PVRDMA needs 13 or later")]
 
 
-def test_unset_hardware_version_on_a_pvrdma_vm_is_refused(lab):
+def test_unset_hardware_version_keeps_the_template_s_and_passes(lab):
+    # Without hardwareVersion the provider keeps the template's version (it refuses downgrades), and a
+    # VirtualMachine's inputs cannot say which that is: the VM alone is not a violation.
     del props(lab, "sckubw04")["hardwareVersion"]
-    assert violations(compute.pvrdma_hardware_version, lab) == [
-        ("sckubw04", "VM 'sckubw04' has a PVRDMA NIC but no hardwareVersion, so it keeps its template's version; "
-                     "set hardwareVersion to 13 or later")]
+    props(lab, "lab-vms")["hardwareVersion"] = None
+    assert violations(compute.pvrdma_hardware_version, lab) == []
+
+
+def test_template_too_old_for_pvrdma_is_refused_when_the_version_is_left_to_it(lab):
+    props(lab, "lab-vms")["hardwareVersion"] = None
+    props(lab, "lab-vms")["templateHardwareVersion"] = 11
+    found = violations(compute.pvrdma_hardware_version, lab)
+    assert [name for name, _ in found] == ["lab-vms"] * 4
+    assert found[0][1] == ("VM 'sckubw01' has a PVRDMA NIC and keeps its template's hardware version 11; "
+                           "PVRDMA needs 13 or later: set vsphere.hardwareVersion or upgrade the template")
+
+
+def test_old_template_is_fine_when_the_vms_are_upgraded(lab):
+    props(lab, "lab-vms")["templateHardwareVersion"] = 11  # hardwareVersion 14 is set on the component
+    assert violations(compute.pvrdma_hardware_version, lab) == []
+
+
+def test_unknown_template_version_proves_nothing(lab):
+    props(lab, "lab-vms")["hardwareVersion"] = None
+    del props(lab, "lab-vms")["templateHardwareVersion"]
+    assert violations(compute.pvrdma_hardware_version, lab) == []
 
 
 def test_vms_without_pvrdma_may_run_old_hardware(lab):
@@ -35,6 +56,25 @@ def test_vms_without_pvrdma_may_run_old_hardware(lab):
 def test_hardware_threshold_comes_from_config(lab):
     found = violations(compute.pvrdma_hardware_version, lab, {"minHardwareVersion": 15})
     assert [name for name, _ in found] == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+
+
+# ---------------------------------------------------------------- NIC adapter types
+
+
+def test_adapter_type_the_provider_refuses_is_a_violation(lab):
+    # pulumi-vsphere accepts e1000, e1000e, sriov, vmxnet3, vmxnet3vrdma (terraform-provider-vsphere,
+    # vsphere/internal/virtualdevice/virtual_machine_network_interface_subresource.go); "vrdma" is refused.
+    props(lab, "sckubw03")["networkInterfaces"][1]["adapterType"] = "vrdma"
+    assert violations(compute.nic_adapter_type, lab) == [
+        ("sckubw03", "VM 'sckubw03' NIC 1 has adapter type 'vrdma'; pulumi-vsphere accepts e1000, e1000e, sriov, "
+                     "vmxnet3, vmxnet3vrdma (PVRDMA is vmxnet3vrdma)")]
+
+
+def test_every_provider_adapter_type_passes(lab):
+    nics = props(lab, "sckubw03")["networkInterfaces"]
+    for adapter in ("e1000", "e1000e", "sriov", "vmxnet3", "vmxnet3vrdma"):
+        nics[1]["adapterType"] = adapter
+        assert violations(compute.nic_adapter_type, lab) == []
 
 
 # ---------------------------------------------------------------- vGPU memory
@@ -115,7 +155,7 @@ def test_worker_with_other_vgpu_profile_is_refused(lab):
 def test_worker_with_other_nic_layout_is_refused(lab):
     props(lab, "sckubw04")["networkInterfaces"].pop()
     assert violations(compute.workers_identical, lab) == [
-        ("sckubw04", "worker 'sckubw04' differs from 'sckubw01': NIC layout ['vmxnet3'] vs ['vmxnet3', 'vrdma']")]
+        ("sckubw04", "worker 'sckubw04' differs from 'sckubw01': NIC layout ['vmxnet3'] vs ['vmxnet3', 'vmxnet3vrdma']")]
 
 
 def test_worker_differences_are_listed_together(lab):

@@ -18,6 +18,7 @@ EXPECTED = {
     "vsphere-pvrdma-nic-on-distributed-port-group": ("mandatory", "stack", "000", set()),
     "vsphere-rdma-host-ready": ("mandatory", "stack", "000", set()),
     "vsphere-pvrdma-hardware-version": ("mandatory", "resource", "000", {"minHardwareVersion"}),
+    "vsphere-vm-nic-adapter-type": ("mandatory", "resource", "000", set()),
     "vsphere-vgpu-memory-reserved": ("mandatory", "stack", "000", set()),
     "vsphere-vm-sizing": ("advisory", "stack", "000", {
         "workerMinCpus", "workerMinMemoryGb", "workerMinDiskGb",

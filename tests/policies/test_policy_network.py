@@ -104,19 +104,19 @@ def test_two_nics_on_one_subnet_in_the_vm_plan_are_refused(lab):
 # ---------------------------------------------------------------- vrdma NICs on a DPG
 
 
-def test_vrdma_nic_on_a_standard_network_is_refused(lab):
+def test_pvrdma_nic_on_a_standard_network_is_refused(lab):
     props(lab, "lab-vms")["vms"][3]["nics"][1]["network"] = "VM Network"
     [(name, message)] = violations(network.pvrdma_nic_on_dpg, lab)
     assert name == "lab-vms"
-    assert message.startswith("VM 'sckubw01' NIC 1 is a PVRDMA (vrdma) adapter on network 'VM Network', which "
+    assert message.startswith("VM 'sckubw01' NIC 1 is a PVRDMA (vmxnet3vrdma) adapter on network 'VM Network', which "
                               "is not a distributed port group of this stack (['lab-rdma'])")
 
 
-def test_vrdma_vm_whose_networks_depend_on_no_port_group_is_refused(lab):
+def test_pvrdma_vm_whose_networks_depend_on_no_port_group_is_refused(lab):
     find(lab, "sckubw03")["propertyDependencies"] = {"networkInterfaces": []}
     assert violations(network.pvrdma_nic_on_dpg, lab) == [(
-        "sckubw03", "VM 'sckubw03' has a PVRDMA (vrdma) NIC but none of its networks is a distributed port "
-                    "group of this stack; attach the vrdma NIC to the RDMA vDS port group")]
+        "sckubw03", "VM 'sckubw03' has a PVRDMA (vmxnet3vrdma) NIC but none of its networks is a distributed port "
+                    "group of this stack; attach the PVRDMA NIC to the RDMA vDS port group")]
 
 
 def test_without_dependency_information_the_vm_is_not_judged(lab):

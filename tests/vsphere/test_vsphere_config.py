@@ -180,9 +180,31 @@ def test_hosts_that_differ_in_their_rdma_uplink_layout(lab_sections):
     assert "differs from sc2esx24's ['vmnic4']" in msg and "same RDMA uplink layout" in msg
 
 
-def test_hardware_version_too_old_for_pvrdma(lab_sections):
-    lab_sections["vsphere"]["hardwareVersion"] = 11
-    only(lab_sections, "vsphere.hardwareVersion: 11 is too old: PVRDMA needs virtual hardware 13 or later")
+@pytest.mark.parametrize("version", [11, 12, 16, 23])
+def test_hardware_version_too_old_for_pvrdma_or_unknown_to_the_provider(lab_sections, version):
+    # PVRDMA needs 13+ (VMware vSphere Networking, "PVRDMA Support"); pulumi-vsphere 4.18.2 accepts
+    # 4, 7-11, 13-15, 17-22 (pulumi_vsphere/virtual_machine.py, hardware_version).
+    lab_sections["vsphere"]["hardwareVersion"] = version
+    only(lab_sections, f"vsphere.hardwareVersion: {version} is not allowed: PVRDMA needs virtual hardware 13 or "
+                       "later, and pulumi-vsphere accepts 13-15, 17-22; or leave it out to keep the template's version")
+
+
+@pytest.mark.parametrize("version", [13, 15, 17, 22])
+def test_hardware_versions_the_provider_accepts(lab_sections, version):
+    lab_sections["vsphere"]["hardwareVersion"] = version
+    assert problems(lab_sections) == []
+
+
+def test_hardware_version_is_optional(lab_sections):
+    lab_sections["vsphere"].pop("hardwareVersion", None)
+    assert load_lab(lab_sections).vsphere.hardware_version is None
+
+
+def test_vds_version_the_provider_does_not_know(lab_sections):
+    # terraform-provider-vsphere, vsphere/distributed_virtual_switch_helper.go, dvsVersions
+    lab_sections["vsphere"]["vds"]["version"] = "7.0.1"
+    only(lab_sections, "vsphere.vds.version: 7.0.1 is not a vDS version pulumi-vsphere can create; use one of "
+                       "6.5.0, 6.6.0, 7.0.0, 7.0.2, 7.0.3, 8.0.0, 8.0.3")
 
 
 def test_vds_version_too_old_for_pvrdma(lab_sections):
