@@ -103,7 +103,36 @@ HostName = pattern_type(
     "is not a valid host name: use lower-case letters, digits and '-', "
     "1-63 characters, starting and ending with a letter or digit",
 )
-"""A DNS label, used for ESXi hosts, VMs, nodes and switches."""
+"""A DNS label, used for VMs, nodes, switches and the names Kubernetes sees."""
+
+# vCenter lists a host under the address it was added by: an FQDN (up to 253 characters), an IPv4 or
+# IPv6 address, in whatever case was typed. Control characters and the characters vCenter escapes
+# in inventory paths ('/', '\\', '%') cannot be part of such a name.
+INVENTORY_NAME_MAX = 253
+_INVENTORY_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/\\%]")
+
+
+def _check_inventory_name(value: str) -> str:
+    if not value or not value.strip():
+        raise ValueError("must not be empty: give the ESXi host's name as vCenter lists it (FQDN, address or short name)")
+    if value != value.strip():
+        raise ValueError(f"{value!r} has leading or trailing whitespace; vCenter would not find it")
+    if len(value) > INVENTORY_NAME_MAX:
+        raise ValueError(f"{value[:40]!r}... is {len(value)} characters; a host name has at most {INVENTORY_NAME_MAX}")
+    bad = _INVENTORY_FORBIDDEN.search(value)
+    if bad:
+        raise ValueError(f"{value!r} contains {bad.group()!r}; a host's inventory name is an FQDN, an IP address "
+                         "or a short name")
+    return value
+
+
+InventoryName = Annotated[str, AfterValidator(_check_inventory_name)]
+"""An ESXi host as the vCenter inventory names it (FQDN, IP address, any case), e.g. esx24.lab.example.com."""
+
+
+def resource_slug(name: str) -> str:
+    """``name`` usable inside a Pulumi logical name: an IPv6 host's '::' would split the URN."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name)
 
 MacAddress = pattern_type(
     r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", "is not a MAC address: write six hex pairs separated by ':'", lower=True

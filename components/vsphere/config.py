@@ -17,6 +17,7 @@ from components.model import (
     AddressPlan,
     Cidr,
     HostName,
+    InventoryName,
     IPv4,
     MacAddress,
     Model,
@@ -68,7 +69,7 @@ class Sizing(Model):
 class WorkerHost(Model):
     """An ESXi host that runs vGPU workers and has ConnectX RoCE ports."""
 
-    name: HostName
+    name: InventoryName = Field(description="the host as vCenter lists it: FQDN, IP address or short name")
     rdma_uplinks: list[Vmnic] = Field(
         min_length=1, description="the ConnectX ports that become the RoCE vDS uplinks, e.g. [vmnic4]"
     )
@@ -146,7 +147,8 @@ class VsphereConfig(Model):
     hardware_version: Optional[int] = Field(
         default=None, description="VM hardware version to upgrade the clones to (default: keep the template's); "
                                   "PVRDMA needs 13 or later")
-    management_host: HostName
+    management_host: InventoryName = Field(
+        description="the ESXi host of the control-plane and bootstrap VMs, as vCenter lists it")
     worker_hosts: list[WorkerHost] = Field(min_length=1)
     vmk_addresses: AddressPlan = Field(description="RDMA vmk addresses, one per worker host, in order")
     networks: "Networks" = Field(default_factory=lambda: Networks())
@@ -280,7 +282,8 @@ def check(lab: "LabConfig") -> list[Problem]:
 
     # Hosts.
     host_names = [vs.management_host] + [h.name for h in vs.worker_hosts]
-    for name in duplicates(host_names):
+    # vCenter host names are DNS names or addresses: case does not make two hosts.
+    for name in duplicates([n.lower() for n in host_names]):
         p.append(Problem("vsphere.workerHosts", f"host name {name!r} appears more than once; names must be unique"))
     layouts = {tuple(h.rdma_uplinks) for h in vs.worker_hosts}
     if len(layouts) > 1:

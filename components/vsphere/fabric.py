@@ -16,6 +16,7 @@ from typing import Sequence
 import pulumi
 import pulumi_vsphere as vsphere
 
+from components.model import resource_slug
 from components.switch.hosts import nmlx5_module_options
 from components.vsphere.config import PlannedHost, VsphereConfig
 from components.vsphere.dynamic import (
@@ -113,8 +114,10 @@ class RoceFabric(pulumi.ComponentResource):
         summary: dict[str, pulumi.Output] = {}
         for h in args.hosts:
             host_opts = pulumi.ResourceOptions(parent=self)
+            # Host names are vCenter inventory names (an FQDN or address); the slug keeps the URN parseable.
+            prefix = f"{name}-{resource_slug(h.name)}"
             vnic = vsphere.Vnic(
-                f"{name}-{h.name}-vmk",
+                f"{prefix}-vmk",
                 host=host_ids[h.name],
                 distributed_switch_port=self.dvs.id,
                 distributed_port_group=self.rdma_port_group.id,
@@ -124,13 +127,13 @@ class RoceFabric(pulumi.ComponentResource):
                 opts=host_opts,
             )
             device = vnic.id.apply(vmk_device)
-            HostAdvancedOption(f"{name}-{h.name}-pvrdma-vmknic", args.vcenter, h.name,
+            HostAdvancedOption(f"{prefix}-pvrdma-vmknic", args.vcenter, h.name,
                                PVRDMA_VMKNIC_OPTION, device, opts=host_opts)
-            HostFirewallRuleset(f"{name}-{h.name}-pvrdma-ruleset", args.vcenter, h.name,
+            HostFirewallRuleset(f"{prefix}-pvrdma-ruleset", args.vcenter, h.name,
                                 PVRDMA_RULESET, True, opts=host_opts)
-            HostGraphicsType(f"{name}-{h.name}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE, opts=host_opts)
+            HostGraphicsType(f"{prefix}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE, opts=host_opts)
             # The ConnectX ports must send RoCE on the priority the switches protect (issue 4).
-            HostModuleOptions(f"{name}-{h.name}-connectx-qos", args.vcenter, h.name,
+            HostModuleOptions(f"{prefix}-connectx-qos", args.vcenter, h.name,
                               CONNECTX_MODULE, module_options, opts=host_opts)
             summary[h.name] = pulumi.Output.all(device=device, address=h.vmk_address).apply(
                 lambda v: {"vmk": v["device"], "address": v["address"]})

@@ -249,3 +249,37 @@ def test_more_than_one_rdma_uplink_per_host(lab_sections):
     assert len(found) == 4, found
     assert found[0] == ("vsphere.workerHosts[0].rdmaUplinks: 2 RDMA uplinks; the PVRDMA vDS takes exactly one "
                         "RoCE port per host (one NIC per subnet, no teaming); give one vmnic")
+
+
+# ---------------------------------------------------------------- ESXi hosts are vCenter inventory names
+
+
+@pytest.mark.parametrize("name", ["esx24.lab.example.com", "172.16.31.24", "SC2ESX24", "fd00:31::24"])
+def test_esxi_hosts_may_be_named_as_vcenter_lists_them(lab_sections, name):
+    # vCenter lists a host under the address it was added by: an FQDN, an address, any case.
+    lab_sections["vsphere"]["workerHosts"][0]["name"] = name
+    lab_sections["vsphere"]["managementHost"] = f"mgmt-{name}" if ":" not in name else "fd00:31::21"
+    assert problems(lab_sections) == []
+    lab = load_lab(lab_sections)
+    assert lab.hosts()[0].name == name
+
+
+@pytest.mark.parametrize("name,fragment", [
+    ("", "vsphere.workerHosts[0].name: must not be empty"),
+    (" esx24.lab", "vsphere.workerHosts[0].name: ' esx24.lab' has leading or trailing whitespace"),
+    ("esx24/lab", "vsphere.workerHosts[0].name: 'esx24/lab' contains '/'"),
+    ("e" * 254, "is 254 characters; a host name has at most 253"),
+])
+def test_esxi_host_names_vcenter_could_not_list(lab_sections, name, fragment):
+    lab_sections["vsphere"]["workerHosts"][0]["name"] = name
+    only(lab_sections, fragment)
+
+
+def test_host_names_differing_only_in_case_are_the_same_host(lab_sections):
+    lab_sections["vsphere"]["workerHosts"][1]["name"] = "SC2ESX24"
+    only(lab_sections, "host name 'sc2esx24' appears more than once")
+
+
+def test_vm_names_stay_dns_labels(lab_sections):
+    lab_sections["vsphere"]["workers"]["names"][0] = "Worker01.lab"
+    only(lab_sections, "vsphere.workers.names[0]: 'Worker01.lab' is not a valid host name")

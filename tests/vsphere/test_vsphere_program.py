@@ -173,3 +173,24 @@ def test_missing_vcenter_password_is_named(lab_config):
         run_program(lab_config, secrets=secrets)
     assert "vsphere:password is not set" in str(err.value)
     assert "pulumi config set --secret vsphere:password" in str(err.value)
+
+
+def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names():
+    from tools.mockrun import stack_config
+
+    config = copy.deepcopy(stack_config("lab"))
+    names = ["esx24.lab.example.com", "172.16.31.25", "SC2ESX26", "fd00:31::27"]
+    for host, name in zip(config["gpu-lab:vsphere"]["workerHosts"], names):
+        host["name"] = name
+    config["gpu-lab:vsphere"]["managementHost"] = "esx21.lab.example.com"
+    run = run_program(config)
+    # '::' separates a URN's parts: an IPv6 host must not put it into a logical name.
+    assert all("::" not in r.name for r in run.resources)
+    vnics = sorted(r.name for r in run.of_type(VNIC))
+    assert vnics == ["roce-172.16.31.25-vmk", "roce-SC2ESX26-vmk", "roce-esx24.lab.example.com-vmk",
+                     "roce-fd00-31--27-vmk"]
+    # the pyvmomi resources and the look-ups still use the inventory name itself
+    assert sorted(r.plain()["hostName"] for r in dynamic_of(run, "vsphere-host-graphics")) == sorted(names)
+    vms = {r.plain()["name"]: r.plain() for r in run.of_type(VM)}
+    assert vms["sckubw01"]["hostSystemId"] == "host-esx24.lab.example.com"
+    assert vms["sckubm01"]["hostSystemId"] == "host-esx21.lab.example.com"
