@@ -4,8 +4,9 @@
    ignition-configs` in an install dir the stack owns; ignition files and kubeconfig come back
    on stdout, kept secret. Re-runs only when install-config changes.
 2. The helper node (remote CopyToRemote + Command over SSH): dnsmasq, HAProxy, PXE menus and
-   the ignition files are staged, checked and put in place; each service is restarted only when
-   the hash of its files changes (the triggers).
+   the ignition files (on a Command's stdin: they are unknown until the installer ran) are
+   staged, checked and put in place; each service is restarted only when the hash of its files
+   changes (the triggers, never secret).
 3. Optional lifecycle: `wait-for bootstrap-complete`, CSR approval limited to the configured
    node names, `wait-for install-complete`.
 
@@ -102,7 +103,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
             f"{name}-ignition",
             create=render_ignition_script(self.install_dir, oc.installer, oc.single_node),
             stdin=install_config,
-            triggers=[install_config.apply(sha256)],
+            triggers=[trigger_hash(install_config)],
             delete=f"rm -rf {shlex.quote(self.install_dir)}",
             # stdout carries the ignition files and the kubeconfig
             logging=local.Logging.STDERR,
@@ -176,17 +177,22 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=copies),
             ))
 
+        # The ignition files exist only once the installer has run: during a first preview they are
+        # unknown. pulumi-command's CopyToRemote refuses an unknown source at check ("either asset or
+        # archive must be set"), so each file goes to the helper on the stdin of a Command instead (a
+        # secret string, unknown at preview is fine there), and every trigger is a plain hash.
         ign_copies = []
         ign_hashes = []
         for key, file in ignition_files(p).items():
             text = generated.apply(lambda f, k=key: f.get(k, ""))
-            ign_hashes.append(text.apply(sha256))
-            ign_copies.append(remote.CopyToRemote(
+            ign_hashes.append(trigger_hash(text))
+            ign_copies.append(remote.Command(
                 f"{name}-stage-{_slug(file)}",
                 connection=conn,
-                source=text.apply(pulumi.StringAsset),
-                remote_path=f"{staging}/{file}",
+                create=stage_from_stdin_script(f"{staging}/{file}"),
+                stdin=text,
                 triggers=[ign_hashes[-1]],
+                logging=remote.Logging.STDERR,
                 opts=pulumi.ResourceOptions(parent=self),
             ))
         done.append(remote.Command(
@@ -201,7 +207,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
     def _lifecycle(self, name: str, p: ClusterPlan, ignition: local.Command,
                    published: list[pulumi.Resource]) -> None:
         oc = p.config
-        generation = pulumi.Output.secret(ignition.stdout).apply(lambda s: sha256(s or ""))
+        generation = trigger_hash(pulumi.Output.secret(ignition.stdout))
         after: list[pulumi.Resource] = list(published)
         if oc.wait_for_bootstrap and oc.bootstrap:
             after = [local.Command(
@@ -228,6 +234,24 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=after, additional_secret_outputs=["stdout", "stderr"]),
             )
+
+
+def trigger_hash(content: pulumi.Input[str]) -> pulumi.Output[str]:
+    """A change detector for secret content: its SHA-256, not secret.
+
+    A secret must not reach `triggers`: during a preview where the content is still unknown, a
+    secret-wrapped unknown in that list stops pulumi-command ("malformed RPC secret: missing value
+    for \"triggers\""), and a known one would keep the content in the state. The one-way hash of
+    the content says when it changed and reveals nothing of it.
+    """
+    return pulumi.Output.unsecret(pulumi.Output.from_input(content).apply(lambda text: sha256(text or "")))
+
+
+def stage_from_stdin_script(path: str) -> str:
+    """Write stdin to ``path`` (owner-only: ignition holds certificates), replacing it atomically."""
+    target = shlex.quote(path)
+    return (f"set -eu\numask 077\nmkdir -p {shlex.quote(path.rsplit('/', 1)[0])}\n"
+            f"cat > {target}.tmp\nmv -f {target}.tmp {target}\n")
 
 
 def _slug(path: str) -> str:
