@@ -25,6 +25,8 @@ How the engine runs these (and why the code looks like it does):
 
 from __future__ import annotations
 
+import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -40,6 +42,75 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 from pulumi.runtime import rpc
+
+class VsphereOperationError(RuntimeError):
+    """A vSphere step failed; the message is the one line a user needs: which host or VM, which
+    setting, which vSphere call, and why (permission, object missing, wrong state, login, network)."""
+
+
+class SettingNotApplied(RuntimeError):
+    """vSphere accepted a write but reads back another value (the host ignored it)."""
+
+
+class _OneLineTraceback:
+    """``traceback`` as the dynamic provider server sees it, except that a VsphereOperationError is
+    reported as its message alone instead of a 40-line Python traceback.
+
+    The server (``python -m pulumi.dynamic``, pulumi 3.x: ``_abort_with_traceback``) sends
+    ``traceback.format_exc()`` as the gRPC error of every failed call; its module global
+    ``traceback`` is looked up at call time, so replacing it in that module changes only the text.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(traceback, name)
+
+    @staticmethod
+    def format_exc(*args: Any, **kwargs: Any) -> str:
+        error = sys.exc_info()[1]
+        if isinstance(error, VsphereOperationError):
+            return str(error)
+        return traceback.format_exc(*args, **kwargs)
+
+
+def _one_line_errors_in_the_provider_server() -> None:
+    server = sys.modules.get("__main__")
+    # Only in the SDK's provider server, and only while it still works the way described above.
+    if callable(getattr(server, "_abort_with_traceback", None)) and getattr(server, "traceback", None) is traceback:
+        server.traceback = _OneLineTraceback()
+
+
+_one_line_errors_in_the_provider_server()
+
+
+class _Failures:
+    """Context for one provider call: records which vSphere call runs, and turns any error into one
+    VsphereOperationError line naming the target, the setting, the call and the reason."""
+
+    def __init__(self, provider: "_SettingProvider", props: dict[str, Any], action: str) -> None:
+        self.provider, self.props, self.action = provider, props, action
+        self.call = "SessionManager.Login"
+
+    def __call__(self, call: str) -> None:
+        self.call = call
+
+    def __enter__(self) -> "_Failures":
+        return self
+
+    def __exit__(self, _type, error, _tb) -> bool:
+        if error is None or isinstance(error, VsphereOperationError) or not isinstance(error, Exception):
+            return False
+        from components.vsphere import hostops
+
+        if isinstance(error, SettingNotApplied):
+            reason = f"not applied: {error}"
+        else:
+            reason = hostops.describe_failure(error, self.props.get("server"), self.props.get("port") or 443)
+        if reason is None:
+            return False  # not a vSphere failure but a bug: its traceback is what helps
+        line = (f"{self.provider._target_label(self.props)}, {self.provider._setting_label(self.props)}: "
+                f"{self.action} failed in {self.call}: {reason}")
+        raise VsphereOperationError(" ".join(line.split())) from None
+
 
 CONNECTION_KEYS = ("server", "user", "password", "insecure", "port")
 SECRET_OUTPUTS = ["password"]
@@ -103,6 +174,16 @@ class _SettingProvider(ResourceProvider):
     target_keys: tuple[str, ...] = ()
     value_key: str = ""
     informational_keys: tuple[str, ...] = ()
+    # the vSphere calls behind _target, _get and _set, for error messages
+    find_call: str = ""
+    get_call: str = ""
+    set_call: str = ""
+
+    def _target_label(self, props: dict[str, Any]) -> str:
+        return f"host {props.get('hostName')!r}"
+
+    def _setting_label(self, props: dict[str, Any]) -> str:
+        raise NotImplementedError
 
     # -- to implement
 
@@ -138,12 +219,18 @@ class _SettingProvider(ResourceProvider):
             insecure=bool(props.get("insecure")),
         )
 
-    def _apply(self, target: Any, props: dict[str, Any], value: Any) -> None:
+    def _apply(self, target: Any, props: dict[str, Any], value: Any, step: "_Failures") -> None:
         """Write ``value`` and read it back: a setting the host silently ignored is an error."""
+        step(self.set_call)
         self._set(target, props, value)
+        step(self.get_call)
         live = self._get(target, props)
         if not self._same(live, value):
-            raise RuntimeError(f"{self.kind} {self._id(props)}: wrote {value!r} but vSphere reports {live!r}")
+            raise SettingNotApplied(f"wrote {value!r} but vSphere reports {live!r}")
+
+    def _find(self, si: Any, props: dict[str, Any], step: "_Failures", *, deleting: bool = False) -> Any:
+        step(self.find_call)
+        return self._target(si, props, deleting=deleting)
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -176,11 +263,12 @@ class _SettingProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = _plain(props)
-        with self._session(inputs) as si:
-            target = self._target(si, inputs)
+        with _Failures(self, inputs, "create") as step, self._session(inputs) as si:
+            target = self._find(si, inputs, step)
+            step(self.get_call)
             original = self._get(target, inputs)
             try:
-                self._apply(target, inputs, inputs[self.value_key])
+                self._apply(target, inputs, inputs[self.value_key], step)
             except Exception:
                 # Create must leave nothing behind when it fails.
                 try:
@@ -192,9 +280,9 @@ class _SettingProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         inputs = _plain(news)
-        with self._session(inputs) as si:
-            target = self._target(si, inputs)
-            self._apply(target, inputs, inputs[self.value_key])
+        with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
+            target = self._find(si, inputs, step)
+            self._apply(target, inputs, inputs[self.value_key], step)
         # The value to restore is still the one found by create, not the one replaced here.
         return UpdateResult({**inputs, ORIGINAL: _plain(olds).get(ORIGINAL)})
 
@@ -202,22 +290,25 @@ class _SettingProvider(ResourceProvider):
         state = _plain(props)
         if ORIGINAL not in state or state[ORIGINAL] is None:
             return
-        with self._session(state) as si:
-            target = self._target(si, state, deleting=True)
+        with _Failures(self, state, "delete (restoring the original value)") as step, self._session(state) as si:
+            target = self._find(si, state, step, deleting=True)
             if target is not None:
-                self._apply(target, state, state[ORIGINAL])
+                self._apply(target, state, state[ORIGINAL], step)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         state = _plain(props)
-        with self._session(state) as si:
-            target = self._target(si, state, deleting=True)
+        with _Failures(self, state, "read") as step, self._session(state) as si:
+            target = self._find(si, state, step, deleting=True)
             if target is None:
                 return ReadResult(None, {})
+            step(self.get_call)
             live = self._get(target, state)
         return ReadResult(id_, {**state, self.value_key: live})
 
 
 class _HostSettingProvider(_SettingProvider):
+    find_call = "ViewManager.CreateContainerView (HostSystem look-up)"
+
     def _target(self, si: Any, props: dict[str, Any], *, deleting: bool = False) -> Any:
         from components.vsphere import hostops
 
@@ -228,6 +319,11 @@ class AdvancedOptionProvider(_HostSettingProvider):
     kind = "vsphere-host-advanced-option"
     target_keys = ("hostName", "key")
     value_key = "value"
+    get_call = "OptionManager.QueryOptions"
+    set_call = "OptionManager.UpdateOptions"
+
+    def _setting_label(self, props: dict[str, Any]) -> str:
+        return f"advanced option {props.get('key')}"
 
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:option:{props['key']}"
@@ -252,6 +348,11 @@ class FirewallRulesetProvider(_HostSettingProvider):
     kind = "vsphere-host-firewall-ruleset"
     target_keys = ("hostName", "ruleset")
     value_key = "enabled"
+    get_call = "HostFirewallSystem.firewallInfo"
+    set_call = "HostFirewallSystem.EnableRuleset/DisableRuleset"
+
+    def _setting_label(self, props: dict[str, Any]) -> str:
+        return f"firewall ruleset {props.get('ruleset')}"
 
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:firewall:{props['ruleset']}"
@@ -274,6 +375,11 @@ class GraphicsTypeProvider(_HostSettingProvider):
     kind = "vsphere-host-graphics"
     target_keys = ("hostName",)
     value_key = "graphicsType"
+    get_call = "HostGraphicsManager.graphicsConfig"
+    set_call = "HostGraphicsManager.UpdateGraphicsConfig"
+
+    def _setting_label(self, props: dict[str, Any]) -> str:
+        return "graphics type"
 
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:graphics"
@@ -298,6 +404,11 @@ class ModuleOptionsProvider(_HostSettingProvider):
     kind = "vsphere-host-module-options"
     target_keys = ("hostName", "module")
     value_key = "options"
+    get_call = "HostKernelModuleSystem.QueryConfiguredModuleOptionString"
+    set_call = "HostKernelModuleSystem.UpdateModuleOptionString"
+
+    def _setting_label(self, props: dict[str, Any]) -> str:
+        return f"options of module {props.get('module')}"
 
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:module:{props['module']}"
@@ -321,6 +432,15 @@ class VgpuProfileProvider(_SettingProvider):
     target_keys = ("vmId",)
     value_key = "profile"
     informational_keys = ("vmName",)
+    find_call = "VirtualMachine.name (VM look-up by id)"
+    get_call = "VirtualMachine.config"
+    set_call = "VirtualMachine.ReconfigVM_Task (with power-off and power-on when running)"
+
+    def _target_label(self, props: dict[str, Any]) -> str:
+        return f"VM {props.get('vmName')!r} ({props.get('vmId')})"
+
+    def _setting_label(self, props: dict[str, Any]) -> str:
+        return "vGPU profile"
 
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['vmId']}:vgpu"

@@ -29,6 +29,43 @@ class VsphereLookupError(LookupError):
     """A host, VM, option or ruleset named in the inputs does not exist."""
 
 
+def describe_failure(error: BaseException, server: Optional[str] = None, port: Any = 443) -> Optional[str]:
+    """Why a vSphere step failed, in a few words a lab engineer can act on; None when ``error`` is not a
+    vSphere, lookup or network failure (a bug, whose traceback is worth keeping)."""
+    where = f"vCenter {server}:{int(port or 443)}" if server else "vCenter"
+    if isinstance(error, VsphereLookupError):
+        return f"object missing: {error}"
+    if isinstance(error, vim.fault.NoPermission):
+        on = f" on {error.object._moId}" if getattr(error, "object", None) is not None else ""
+        return f"permission denied: the vCenter user lacks privilege {error.privilegeId}{on}"
+    if isinstance(error, vim.fault.InvalidLogin):
+        return f"login failed: {where} rejected the user name or password"
+    if isinstance(error, vim.fault.NotAuthenticated):
+        return f"not logged in to {where} (the session ended or was never authenticated)"
+    if isinstance(error, vmodl.fault.ManagedObjectNotFound):
+        obj = getattr(error.obj, "_moId", error.obj)
+        return f"object missing: {obj} does not exist (any more) in {where}"
+    if isinstance(error, vim.fault.NotFound):
+        return f"object missing: {error.msg or 'vSphere reports NotFound'}"
+    if isinstance(error, vim.fault.InvalidPowerState):
+        return (f"wrong state: the VM is {error.existingState}, the call needs it {error.requestedState}"
+                if error.existingState else f"wrong power state: {error.msg}")
+    if isinstance(error, vim.fault.InvalidState):
+        return f"wrong state: {error.msg or type(error).__name__}"
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return (f"TLS: the certificate of {where} is not trusted ({error.verify_message}); add its CA to the "
+                "system trust store or set vsphere:allowUnverifiedSsl for a lab vCenter")
+    if isinstance(error, ConnectionRefusedError):
+        return f"connection refused by {where}: is it the right address and port, and is vCenter up?"
+    if isinstance(error, TimeoutError):
+        return f"no answer from {where} (timed out)"
+    if isinstance(error, OSError):
+        return f"cannot reach {where}: {error.strerror or error}"
+    if isinstance(error, vmodl.MethodFault):
+        return f"{type(error).__name__.rsplit('.', 1)[-1]}: {error.msg or 'no message from vSphere'}"
+    return None
+
+
 # ---------------------------------------------------------------- session and lookups
 
 

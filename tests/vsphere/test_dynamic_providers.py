@@ -93,7 +93,7 @@ def test_advanced_option_lifecycle(si, conn_props):
 def test_advanced_option_create_fails_cleanly_on_an_unknown_key(si, conn_props):
     provider = d.AdvancedOptionProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.NoSuchOption", value="1")
-    with pytest.raises(hostops.VsphereLookupError, match="no advanced option 'Net.NoSuchOption'"):
+    with pytest.raises(d.VsphereOperationError, match="no advanced option 'Net.NoSuchOption'"):
         provider.create(news)
     with pytest.raises(hostops.VsphereLookupError):
         hostops.get_advanced_option(hostops.find_host(si, "DC0_C0_H0"), "Net.NoSuchOption")
@@ -175,7 +175,8 @@ def test_graphics_type_lifecycle(si, conn_props, fake_graphics):
 def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fake_graphics):
     fake_graphics.methods["UpdateGraphicsConfig"] = lambda config: None  # accepted, not applied
     provider = d.GraphicsTypeProvider()
-    with pytest.raises(RuntimeError, match="wrote 'sharedDirect' but vSphere reports 'shared'"):
+    with pytest.raises(d.VsphereOperationError, match="graphics type: create failed in HostGraphicsManager.graphicsConfig: "
+                                                      "not applied: wrote 'sharedDirect' but vSphere reports 'shared'"):
         provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
     # The failed create tried to put the original back before reporting.
     assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == ["sharedDirect", "shared"]
@@ -238,7 +239,7 @@ def test_vgpu_lifecycle(si, conn_props):
 def test_vgpu_refuses_a_vm_id_of_another_vm(si, conn_props):
     vm = hostops.find_host(si, "DC0_H0").vm[0]
     provider = d.VgpuProfileProvider()
-    with pytest.raises(hostops.VsphereLookupError, match="expected 'sckubw01'"):
+    with pytest.raises(d.VsphereOperationError, match="expected 'sckubw01'"):
         provider.create(engine_props(provider, conn_props, vmId=vm._moId, vmName="sckubw01", profile="grid_v100-16c"))
     assert hostops.vgpu_devices(vm) == []
 
