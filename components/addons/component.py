@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.addons import versions
 from components.addons.bitfusion import deploy_bitfusion
+from components.addons.config import nfd_source
 from components.addons.gpu import deploy_gpu_operator, deploy_nfd
 from components.addons.jobs import acceptance_access, deploy_jobs
 from components.addons.kube import Kube, role_of
@@ -78,7 +79,9 @@ class ClusterAddons(pulumi.ComponentResource):
         network: list[pulumi.Resource] = []
         if addons.network.enabled:
             plan = rdma_plan(lab)
-            network = deploy_network(kube, lab, workload_ns, [nfd, workloads])
+            # The network operator's NodeFeatureRules need the NFD CRDs of whichever release brings NFD.
+            labels = gpu if nfd_source(lab) == "gpuOperator" else nfd
+            network = deploy_network(kube, lab, workload_ns, [labels, workloads])
 
         jobs = deploy_jobs(kube, lab, plan, [workloads, gpu, mpi, *network])
         if addons.bitfusion.enabled:

@@ -166,6 +166,25 @@ class AddonsConfig(Model):
 # ---------------------------------------------------------------- derived facts
 
 
+def nfd_source(lab: "LabConfig") -> Optional[str]:
+    """Which one release deploys Node Feature Discovery: "nfd" (the add-on), "gpuOperator" or
+    "networkOperator" (their charts' own NFD subchart), or None when nothing needs it.
+
+    Each operator chart turns on its own NFD unless told not to (gpu-operator and network-operator
+    values.yaml: nfd.enabled: true), and two NFDs of different versions on the same nodes fight over
+    the same labels. The add-on wins when on; else the GPU operator's (NFD 0.19, the version the
+    add-on pins, labelling NICs as well as GPUs); else the network operator's.
+    """
+    a = lab.addons
+    if a.nfd.enabled:
+        return "nfd"
+    if a.gpu_operator.enabled:
+        return "gpuOperator"
+    if a.network.enabled:
+        return "networkOperator"
+    return None
+
+
 def network_mode(lab: "LabConfig") -> str:
     """pvrdma on vSphere, sriov on bare metal, unless the config says otherwise."""
     return lab.addons.network.mode or ("pvrdma" if lab.vsphere is not None else "sriov")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import pulumi
 
 from components.addons import versions
-from components.addons.config import Licensing
+from components.addons.config import Licensing, nfd_source
 from components.addons.kube import Kube, helm_release, metadata
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ def gpu_operator_values(lab: "LabConfig", openshift: bool) -> dict[str, Any]:
         # The DeepOps nodes run MOFED on the host (reference 001), so no driver container for it.
         driver["rdma"] = {"enabled": True, "useHostMofed": True}
     return {
-        "nfd": {"enabled": not lab.addons.nfd.enabled},
+        # one NFD per cluster (nfd_source)
+        "nfd": {"enabled": nfd_source(lab) == "gpuOperator"},
         "platform": {"openshift": openshift},
         "driver": driver,
     }

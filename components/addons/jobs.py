@@ -229,6 +229,10 @@ def acceptance_access(namespace: str, openshift: bool) -> list[dict[str, Any]]:
          "runAsUser": {"type": "RunAsAny"}, "seLinuxContext": {"type": "MustRunAs"},
          "fsGroup": {"type": "RunAsAny"}, "supplementalGroups": {"type": "RunAsAny"},
          "volumes": ["configMap", "downwardAPI", "emptyDir", "projected", "secret"],
+         # Required by the SCC CRD (openshift/api, security/v1 SecurityContextConstraints), null allowed.
+         # Pulumi drops a top-level None, so the equivalents: priority 0 is what "unset" means, and no
+         # capability is added by default.
+         "priority": 0, "defaultAddCapabilities": [],
          "users": [], "groups": []},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"use-{SCC}"},
          "rules": [{"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],

@@ -27,7 +27,7 @@ import pulumi
 
 from components.addons import versions
 from components.addons.config import (
-    CONNECTX5_PF, PVRDMA_PCI, ib_write_bw_addresses, network_mode, pod_pool, rdma_cidr, worker_nodes,
+    CONNECTX5_PF, PVRDMA_PCI, ib_write_bw_addresses, network_mode, nfd_source, pod_pool, rdma_cidr, worker_nodes,
 )
 from components.addons.kube import Kube, helm_release, metadata, role_of
 
@@ -82,10 +82,10 @@ def rdma_plan(lab: "LabConfig") -> RdmaPlan:
 # ---------------------------------------------------------------- manifests (pure)
 
 
-def network_operator_values(separate_nfd: bool, sriov: bool) -> dict[str, Any]:
+def network_operator_values(own_nfd: bool, sriov: bool) -> dict[str, Any]:
     values: dict[str, Any] = {
-        # One NFD per cluster: ours when the nfd add-on is on, else the chart's own.
-        "nfd": {"enabled": not separate_nfd},
+        # One NFD per cluster (config.nfd_source): the chart's own only when no other release has one.
+        "nfd": {"enabled": own_nfd},
         "sriovNetworkOperator": {"enabled": sriov},
     }
     if sriov:
@@ -284,7 +284,7 @@ def deploy_network(kube: Kube, lab: "LabConfig", workload_namespace: str,
     plan = rdma_plan(lab)
     ns = kube.namespace("network-operator-namespace", NAMESPACE)
     release = helm_release(kube, "network-operator", versions.NETWORK_OPERATOR, NAMESPACE,
-                           network_operator_values(lab.addons.nfd.enabled, plan.mode == "sriov"),
+                           network_operator_values(nfd_source(lab) == "networkOperator", plan.mode == "sriov"),
                            depends_on=[ns, *after])
     manifests = network_manifests(lab, kube.openshift, workload_namespace)
     ready: list[pulumi.Resource] = []

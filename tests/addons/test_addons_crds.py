@@ -1,10 +1,19 @@
-"""Custom resources, checked field by field (no schema of theirs ships with kubernetes-validate)."""
+"""Custom resources and Helm values: field by field, and against the operators' own CRDs and charts.
+
+The upstream files (CRDs, values.yaml, values.schema.json at the pinned tags) are read through
+upstream_schemas (GPU_LAB_SCHEMAS); kubernetes-validate ships no schema for these kinds.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 
-from addons_harness import by_name, kube_objects, manifest
+import jsonschema
+import pytest
+
+import upstream_schemas as upstream
+from addons_harness import ALL_JOBS, by_name, full_addons, kube_objects, manifest, run_addons
 from components.addons import versions
 
 COMPONENT = {"repository": versions.NETWORK_OPERATOR_REPOSITORY, "version": versions.NETWORK_OPERATOR_COMPONENTS}
@@ -118,6 +127,9 @@ def test_openshift_scc_grants_ipc_lock_only(openshift_run):
     assert not any(scc[k] for k in ("allowHostDirVolumePlugin", "allowHostIPC", "allowHostNetwork", "allowHostPID",
                                     "allowHostPorts"))
     assert "hostPath" not in scc["volumes"]
+    # The SCC CRD (openshift/api, security/v1) requires priority and defaultAddCapabilities; null is
+    # allowed, absent is not. Pulumi drops a top-level None, so their equivalents: 0 and no capability.
+    assert scc["priority"] == 0 and scc["defaultAddCapabilities"] == []
     role = by_name(openshift_run, "ClusterRole", "use-gpu-lab-rdma")
     assert role["rules"] == [{"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
                               "resourceNames": ["gpu-lab-rdma"], "verbs": ["use"]}]
@@ -129,3 +141,144 @@ def test_webhook_certificate_from_cert_manager(full_run):
     assert "bwki-webhook-svc.bwki.svc" in cert["spec"]["dnsNames"]
     assert cert["spec"]["issuerRef"] == {"name": "bitfusion-webhook-issuer", "kind": "Issuer"}
     assert by_name(full_run, "Issuer", "bitfusion-webhook-issuer")["spec"] == {"selfSigned": {}}
+
+
+# ---------------------------------------------------------------- against the upstream CRDs
+
+RUNS = ["full_run", "openshift_run", "baremetal_run", "stack_run"]
+
+
+def custom_resources(run) -> list[dict]:
+    return [manifest(r) for r in kube_objects(run) if manifest(r)["apiVersion"] not in CORE]
+
+
+@pytest.mark.parametrize("fixture", RUNS)
+def test_every_custom_resource_is_valid_against_its_served_crd(fixture, request):
+    # The API server validates a custom resource against the structural schema of its served CRD
+    # version and prunes unknown fields silently: both are errors here.
+    problems = [p for m in custom_resources(request.getfixturevalue(fixture)) for p in upstream.crd_problems(m)]
+    assert problems == []
+
+
+def test_every_kind_we_create_has_an_upstream_crd(full_run, openshift_run, baremetal_run):
+    kinds = {(m["apiVersion"], m["kind"]) for run in (full_run, openshift_run, baremetal_run)
+             for m in custom_resources(run)}
+    assert all(upstream.crds_for(*k) for k in kinds), [k for k in kinds if not upstream.crds_for(*k)]
+
+
+def _first(run, kind):
+    return copy.deepcopy(next(m for m in custom_resources(run) if m["kind"] == kind))
+
+
+def test_the_crd_check_catches_a_field_the_server_would_prune(full_run):
+    policy = _first(full_run, "NicClusterPolicy")
+    policy["spec"]["nvIpam"]["enableWebHook"] = False  # the CRD spells it enableWebhook
+    [problem] = upstream.crd_problems(policy)
+    assert "spec.nvIpam" in problem and "'enableWebHook' was unexpected" in problem
+
+
+def test_the_crd_check_catches_a_missing_required_field(openshift_run):
+    scc = _first(openshift_run, "SecurityContextConstraints")
+    del scc["priority"]
+    [problem] = upstream.crd_problems(scc)
+    assert "'priority' is a required property" in problem
+
+
+def test_the_crd_check_catches_a_wrong_type_and_an_unserved_version(full_run):
+    pool = _first(full_run, "IPPool")
+    pool["spec"]["perNodeBlockSize"] = "31"
+    assert any("perNodeBlockSize" in p and "not of type 'integer'" in p for p in upstream.crd_problems(pool))
+    job = _first(full_run, "MPIJob")
+    job["apiVersion"] = "kubeflow.org/v1alpha2"
+    assert upstream.crd_problems(job) == ["MPIJob kubeflow.org/v1alpha2: no upstream CRD in the schemas directory "
+                                          "defines it"]
+
+
+def test_preserve_unknown_fields_keeps_a_subtree_open():
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "closed": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "port": {"x-kubernetes-int-or-string": True},
+            "maybe": {"type": "string", "nullable": True}}}}}
+    validator = jsonschema.Draft7Validator(upstream.structural(schema, root=True))
+    ok = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "x"},
+          "spec": {"closed": {"a": "1"}, "open": {"anything": {"goes": 1}}, "port": "http", "maybe": None}}
+    assert list(validator.iter_errors(ok)) == []
+    ok["spec"]["closed"]["b"] = 1
+    assert [e.message for e in validator.iter_errors(ok)] == ["Additional properties are not allowed ('b' was unexpected)"]
+
+
+def test_rdma_device_plugin_config_matches_the_operator_schema(full_run):
+    # Mellanox/network-operator webhook-schemas/rdma_shared_device_plugin.json: the schema the network
+    # operator checks the RDMA shared device plugin's config against.
+    source = next(s for s in upstream.manifest() if s.path.endswith("rdma_shared_device_plugin.json"))
+    schema = json.loads(source.file.read_text())
+    config = json.loads(by_name(full_run, "ConfigMap", "rdma-devices-pvrdma")["data"]["config.json"])
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(config)) == []
+
+
+# ---------------------------------------------------------------- against the charts' values
+
+
+def releases(run) -> list[dict]:
+    return [r.plain() for r in run.of_type("kubernetes:helm.sh/v3:Release")]
+
+
+@pytest.mark.parametrize("fixture", RUNS)
+def test_every_helm_value_the_program_sets_is_one_the_chart_reads(fixture, request):
+    # Helm ignores a values key no template reads, silently; values.schema.json refuses bad merged values.
+    found = releases(request.getfixturevalue(fixture))
+    assert {"gpu-operator", "network-operator"} <= {r["chart"] for r in found}
+    problems = [p for r in found for p in upstream.values_problems(upstream.chart(r["chart"], r["version"]),
+                                                                    r.get("values") or {})]
+    assert problems == []
+
+
+def test_the_values_check_catches_a_misspelt_path_and_a_schema_violation(full_run):
+    gpu = next(r for r in releases(full_run) if r["chart"] == "gpu-operator")
+    chart = upstream.chart(gpu["chart"], gpu["version"])
+    values = copy.deepcopy(gpu["values"])
+    values["driver"]["licenseConfig"] = {"secretName": "x"}  # the chart reads driver.licensingConfig
+    assert upstream.values_problems(chart, values) == [
+        f"{chart.where}: driver.licenseConfig.secretName: the chart has no 'driver.licenseConfig'"]
+    nfd = next(r for r in releases(full_run) if r["chart"] == "node-feature-discovery")
+    nfd_chart = upstream.chart(nfd["chart"], nfd["version"])
+    assert any("not of type" in p for p in upstream.values_problems(nfd_chart, {"master": {"replicaCount": "two"}}))
+
+
+def test_pinned_charts_are_the_ones_in_the_schemas_directory():
+    for pinned in (versions.NFD, versions.GPU_OPERATOR, versions.NETWORK_OPERATOR):
+        assert upstream.chart(pinned.chart, pinned.version).values is not None, pinned
+
+
+# ---------------------------------------------------------------- one NFD per cluster
+
+
+def nfd_deployments(run) -> list[str]:
+    """Releases that deploy Node Feature Discovery: ours, or an operator chart's NFD subchart
+    (gpu-operator and network-operator values.yaml: nfd.enabled, true by default)."""
+    found = []
+    for r in releases(run):
+        if r["chart"] == "node-feature-discovery":
+            found.append("nfd")
+        elif r["chart"] in ("gpu-operator", "network-operator"):
+            chart = upstream.chart(r["chart"], r["version"])
+            default = chart.values["nfd"]["enabled"]
+            if (r.get("values") or {}).get("nfd", {}).get("enabled", default):
+                found.append(r["chart"])
+    return found
+
+
+@pytest.mark.parametrize("nfd,gpu,network,expected", [
+    (True, True, True, ["nfd"]),
+    (False, True, True, ["gpu-operator"]),
+    (False, False, True, ["network-operator"]),
+    (False, True, False, ["gpu-operator"]),
+    (True, False, True, ["nfd"]),
+])
+def test_exactly_one_nfd_deployment(nfd, gpu, network, expected):
+    addons = full_addons(nfd={"enabled": nfd}, network={"enabled": network}, bitfusion={"enabled": False},
+                         jobs={k: False for k in ALL_JOBS})
+    addons["gpuOperator"]["enabled"] = gpu
+    assert nfd_deployments(run_addons(addons)) == expected

@@ -176,10 +176,11 @@ def test_legacy_licence_server_needs_no_token():
     assert release(run, "gpu-operator")["values"]["driver"]["licensingConfig"]["nlsEnabled"] is False
 
 
-def test_operators_bring_their_own_nfd_when_the_addon_is_off():
+def test_with_the_addon_off_only_the_gpu_operator_brings_nfd():
+    # Both charts default nfd.enabled to true: two NFDs of different versions would fight over labels.
     run = run_addons({"gpuOperator": VGPU, "network": {"enabled": True}})
     assert release(run, "gpu-operator")["values"]["nfd"] == {"enabled": True}
-    assert release(run, "network-operator")["values"]["nfd"] == {"enabled": True}
+    assert release(run, "network-operator")["values"]["nfd"] == {"enabled": False}
 
 
 # ---------------------------------------------------------------- acceptance jobs
