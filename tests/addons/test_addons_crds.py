@@ -282,3 +282,23 @@ def test_exactly_one_nfd_deployment(nfd, gpu, network, expected):
                          jobs={k: False for k in ALL_JOBS})
     addons["gpuOperator"]["enabled"] = gpu
     assert nfd_deployments(run_addons(addons)) == expected
+
+
+def test_the_network_operator_waits_for_the_release_that_brings_nfd(monkeypatch):
+    # The network operator chart deploys NodeFeatureRules (values.yaml nfd.deployNodeFeatureRules), whose
+    # CRD comes with NFD: with the add-on off, that is the GPU operator's release.
+    import addons_harness
+
+    dependencies: dict[str, list[str]] = {}
+
+    class DependencyMonitor(addons_harness.RecordingMonitor):
+        def RegisterResource(self, request):
+            response = super().RegisterResource(request)
+            dependencies[request.name] = list(request.dependencies)
+            return response
+
+    monkeypatch.setattr(addons_harness, "RecordingMonitor", DependencyMonitor)
+    run = run_addons(full_addons(nfd={"enabled": False}, bitfusion={"enabled": False}))
+    by_chart = {r.plain()["chart"]: r for r in run.of_type("kubernetes:helm.sh/v3:Release")}
+    assert "node-feature-discovery" not in by_chart
+    assert by_chart["gpu-operator"].urn in dependencies[by_chart["network-operator"].name]
