@@ -67,6 +67,14 @@ def property_names(args_class) -> set[str]:
             if isinstance(member, property)}
 
 
+def required_names(args_class) -> set[str]:
+    """Wire names of the properties the SDK input class requires (its keyword arguments without default)."""
+    wire = {name: getattr(member.fget, "_pulumi_name", name) for name, member in inspect.getmembers(args_class)
+            if isinstance(member, property)}
+    params = inspect.signature(args_class.__init__).parameters
+    return {wire[p] for p, d in params.items() if d.default is inspect.Parameter.empty and p in wire}
+
+
 @pytest.fixture(scope="module")
 def lab():
     return run_stack("lab")
@@ -107,6 +115,29 @@ def test_every_property_the_program_sends_is_one_the_provider_has(run_name, requ
             assert unknown_keys(r.type, r.plain()) == [], f"{r.name} ({r.type})"
             checked.add(r.type)
     assert checked == set(ARGS)
+
+
+def missing_required(resource_type: str, props: dict, prefix: str = "") -> list[str]:
+    args_class = NESTED[(resource_type, prefix)] if prefix else ARGS[resource_type]
+    missing = [f"{prefix}.{k}" if prefix else k for k in required_names(args_class) if props.get(k) in (None, "")]
+    for kind, path in NESTED:
+        parent, _, key = path.rpartition(".")
+        if kind != resource_type or parent != prefix:
+            continue
+        value = props.get(key)
+        for item in value if isinstance(value, list) else [value] if isinstance(value, dict) else []:
+            missing += missing_required(resource_type, item, path)
+    return missing
+
+
+@pytest.mark.parametrize("run_name", ["lab", "lab_customized"])
+def test_every_property_the_provider_requires_is_sent(run_name, request):
+    # Required = the SDK input class's keyword arguments without a default (e.g. VirtualMachineArgs
+    # resource_pool_id, VirtualMachineNetworkInterfaceArgs network_id, VirtualMachineDiskArgs label).
+    run = request.getfixturevalue(run_name)
+    for r in run.resources:
+        if r.type in ARGS:
+            assert missing_required(r.type, r.plain()) == [], f"{r.name} ({r.type})"
 
 
 def test_the_customization_block_is_checked_too(lab_customized):
@@ -172,3 +203,11 @@ def test_anti_affinity_rules_name_at_least_two_vms(lab):
     # An anti-affinity rule keeps its virtual_machine_ids apart; one VM alone has nothing to be kept from.
     rules = [r.plain() for r in lab.of_type(ANTI_AFFINITY)]
     assert rules and all(len(rule["virtualMachineIds"]) >= 2 for rule in rules)
+
+
+def test_memory_locked_to_max_comes_with_a_full_reservation(lab):
+    # The provider sends memoryReservationLockedToMax only when memory_reservation equals memory, and
+    # silently false otherwise (terraform-provider-vsphere, vsphere/virtual_machine_config_structure.go,
+    # getMemoryReservationLockedToMax): a vGPU VM would then lose its full reservation on a memory change.
+    locked = [r.plain() for r in lab.of_type(VM) if r.plain().get("memoryReservationLockedToMax")]
+    assert locked and all(vm["memoryReservation"] == vm["memory"] for vm in locked)
