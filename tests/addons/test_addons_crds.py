@@ -302,3 +302,36 @@ def test_the_network_operator_waits_for_the_release_that_brings_nfd(monkeypatch)
     by_chart = {r.plain()["chart"]: r for r in run.of_type("kubernetes:helm.sh/v3:Release")}
     assert "node-feature-discovery" not in by_chart
     assert by_chart["gpu-operator"].urn in dependencies[by_chart["network-operator"].name]
+
+
+# ---------------------------------------------------------------- images the network operator release ships
+
+
+def network_operator_release_images() -> set[tuple[str, str, str]]:
+    """(repository, image, version) of every component of the pinned network operator release
+    (Mellanox/network-operator hack/release.yaml at the pinned tag)."""
+    tag = f"v{versions.NETWORK_OPERATOR.version}"
+    source = next(s for s in upstream.manifest()
+                  if s.repository == "Mellanox/network-operator" and s.tag == tag and s.path == "hack/release.yaml")
+    import yaml
+
+    release = yaml.safe_load(source.file.read_text())
+    return {(c["repository"], c["image"], c["version"]) for c in release.values()}
+
+
+def test_network_components_are_images_of_the_pinned_release(full_run, baremetal_run):
+    shipped = network_operator_release_images()
+    found = set()
+    for run in (full_run, baremetal_run):
+        for m in custom_resources(run):
+            if m["kind"] == "NicClusterPolicy":
+                for part in [m["spec"]["nvIpam"], *m["spec"].get("secondaryNetwork", {}).values()]:
+                    found.add((part["repository"], part["image"], part["version"]))
+        for r in kube_objects(run, "DaemonSet"):
+            for c in manifest(r)["spec"]["template"]["spec"]["containers"]:
+                if "k8s-rdma-shared-dev-plugin" in c["image"]:
+                    repo_image, version = c["image"].rsplit(":", 1)
+                    repository, image = repo_image.rsplit("/", 1)
+                    found.add((repository, image, version))
+    assert len(found) >= 4
+    assert found <= shipped, found - shipped
