@@ -21,6 +21,8 @@ How the engine runs these (and why the code looks like it does):
   ``additional_secret_outputs=["password"]``.
 - Every resource registers with the type ``pulumi-python:dynamic:Resource`` and carries a
   ``kind`` input that the policy pack keys on (docs/resource-contract.md).
+- A failure is one line (host or VM, setting, vSphere call, reason), not a traceback: see
+  ``_Failures`` and ``_OneLineTraceback``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 from pulumi.runtime import rpc
+
 
 class VsphereOperationError(RuntimeError):
     """A vSphere step failed; the message is the one line a user needs: which host or VM, which
@@ -83,8 +86,9 @@ _one_line_errors_in_the_provider_server()
 
 
 class _Failures:
-    """Context for one provider call: records which vSphere call runs, and turns any error into one
-    VsphereOperationError line naming the target, the setting, the call and the reason."""
+    """Context for one provider call: records which vSphere call runs, and turns a vSphere, look-up or
+    network error into one VsphereOperationError line naming the target, the setting, the call and
+    the reason (any other error is a bug and keeps its traceback)."""
 
     def __init__(self, provider: "_SettingProvider", props: dict[str, Any], action: str) -> None:
         self.provider, self.props, self.action = provider, props, action
