@@ -581,8 +581,40 @@ def test_ignition_step_publishes_bootstrap_only_while_it_exists(helper_root):
             x.unlink()
 
 
-def test_helper_steps_use_sudo_for_a_non_root_user():
-    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "user": "core"})
-    assert "sudo -n systemctl restart dnsmasq" in render_dns_install(p)
-    assert "sudo -n haproxy -c -f" in render_lb_install(p)
-    assert "sudo" not in render_dns_install(guide())
+def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
+    tmp_path, root, paths = helper_root
+    # stand-in sudo: records its arguments, then runs the command as the test user
+    executable(tmp_path / "bin" / "sudo",
+               f'#!/bin/sh\necho "$*" >> {tmp_path}/sudo-calls\n[ "$1" = -n ] && shift\nexec "$@"\n')
+    helper = {"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths}
+    as_root = guide(helper={**helper, "user": "root"})
+    stage(as_root, root)
+    for script in (render_dns_install(as_root), render_lb_install(as_root)):
+        assert run(script).returncode == 0
+    assert not (tmp_path / "sudo-calls").exists()
+    assert len((tmp_path / "systemctl-calls").read_text().splitlines()) == 4
+
+    as_core = guide(helper={**helper, "user": "core"})
+    for script in (render_dns_install(as_core), render_lb_install(as_core)):
+        done = run(script)
+        assert done.returncode == 0, done.stderr
+    staging = root / "staging"
+    assert (tmp_path / "sudo-calls").read_text().splitlines() == [
+        f"-n dnsmasq --test -C {staging}/dnsmasq.conf",
+        f"-n install -D -m 0644 {staging}/hosts.dnsmasq {paths['hostsFile']}",
+        f"-n install -D -m 0644 {staging}/dnsmasq.conf {paths['dnsmasqConf']}",
+        "-n systemctl enable dnsmasq",
+        "-n systemctl restart dnsmasq",
+        f"-n haproxy -c -f {staging}/haproxy.cfg",
+        f"-n install -D -m 0644 {staging}/haproxy.cfg {paths['haproxyCfg']}",
+        "-n systemctl enable haproxy",
+        "-n systemctl reload-or-restart haproxy",
+    ]
+    (tmp_path / "sudo-calls").unlink()
+    for name in ("bootstrap.ign", "master.ign", "worker.ign"):
+        (staging / name).write_text(name)
+    done = run(render_ignition_install(as_core))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "sudo-calls").read_text().splitlines() == [
+        f"-n install -D -m 0644 {staging}/{name} {paths['httpRoot']}/{name}"
+        for name in ("bootstrap.ign", "master.ign", "worker.ign")]
