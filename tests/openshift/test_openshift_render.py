@@ -356,7 +356,7 @@ FAKE_INSTALLER = textwrap.dedent("""\
     # stand-in for openshift-install: --dir D create ignition-configs
     set -eu
     dir=$2
-    echo "$@" >> "$dir/../installer-calls"
+    printf '%s\\n' "$@" >> "$dir/../installer-calls"
     test -f "$dir/install-config.yaml"
     name=$(awk '/^metadata:/ {getline; sub(/^  name: /, ""); print}' "$dir/install-config.yaml")
     rm "$dir/install-config.yaml"
@@ -368,8 +368,9 @@ FAKE_INSTALLER = textwrap.dedent("""\
 
 
 def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
-    installer = executable(tmp_path / "openshift-install", FAKE_INSTALLER)
-    install_dir = tmp_path / "install"
+    (tmp_path / "open shift").mkdir()
+    installer = executable(tmp_path / "open shift" / "openshift-install", FAKE_INSTALLER)
+    install_dir = tmp_path / "it's an $install dir"  # blanks, a quote and a dollar reach the installer intact
     install_dir.mkdir()
     (install_dir / "stale.ign").write_text("from an earlier cluster")
     install_config = render_install_config(guide(), PULL, SSH)
@@ -380,7 +381,8 @@ def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
     assert files == {
         "bootstrap": '{"bootstrap": "dgxpod"}\n', "master": '{"master": "dgxpod"}\n',
         "worker": '{"worker": "dgxpod"}\n', "kubeconfig": "kubeconfig-of-dgxpod\n"}
-    assert (tmp_path / "installer-calls").read_text().split() == ["--dir", str(install_dir), "create", "ignition-configs"]
+    assert (tmp_path / "installer-calls").read_text().splitlines() == [
+        "--dir", str(install_dir), "create", "ignition-configs"]
     assert not (install_dir / "stale.ign").exists()  # every run starts from an empty dir
     assert (install_dir / "install-config.yaml.orig").read_text() == install_config
     assert "INFO Ignition-Configs created" in result.stderr  # installer chatter stays off stdout
@@ -502,7 +504,7 @@ def helper_root(tmp_path, monkeypatch):
     for name in ("dnsmasq", "haproxy"):
         (bin_dir / name).symlink_to(tool(name))
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    root = tmp_path / "helper"
+    root = tmp_path / "helper's $root"  # paths with blanks, a quote and a dollar sign
     paths = {
         "dnsmasqConf": f"{root}/etc/dnsmasq.d/openshift.conf", "hostsFile": f"{root}/etc/hosts.dnsmasq",
         "haproxyCfg": f"{root}/etc/haproxy/haproxy.cfg", "tftpRoot": f"{root}/tftpboot",
