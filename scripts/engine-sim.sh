@@ -155,7 +155,7 @@ for kv in "port=$SIM_PORT" "user=$SIM_USER" "host=$HOST" "vmId=$VM_ID" "vmName=$
     run config.log pulumi config set "${kv%%=*}" "${kv#*=}"
 done
 grep -qF "$SIM_PASSWORD" Pulumi.sim.yaml && fail "config file holds the password in clear"
-grep -q 'password:' Pulumi.sim.yaml && grep -q 'secure:' Pulumi.sim.yaml || fail "password is not a secure config value"
+{ grep -q 'password:' Pulumi.sim.yaml && grep -q 'secure:' Pulumi.sim.yaml; } || fail "password is not a secure config value"
 pass "project + stack sim (file backend): missing config reported, password set with config set --secret"
 
 # ---------------------------------------------------------------- preview + policy pack
@@ -194,7 +194,7 @@ pass "password: secret ciphertext in inputs and outputs of the 3 resources, nowh
 # ---------------------------------------------------------------- update
 run config.log pulumi config set vgpuProfile grid_v100-16c
 run up2.log pulumi up --yes --policy-pack "$PACK"
-grep -q '1 updated' "$WORK/up2.log" && ! grep -q 'replace' "$WORK/up2.log" \
+{ grep -q '1 updated' "$WORK/up2.log" && ! grep -q 'replace' "$WORK/up2.log"; } \
     || { cat "$WORK/up2.log"; fail "the profile change is an in-place update"; }
 expect_state "after update" "ruleset=True option='vmk1' vgpu='grid_v100-16c' devices=1 power=poweredOn"
 [[ $(pulumi stack output vgpuOriginal) = "" ]] || fail "update lost the value found at create"

@@ -10,12 +10,12 @@ import base64
 import hashlib
 import ipaddress
 import json
-import shlex
 from typing import Optional
 from urllib.parse import urlsplit
 
 import yaml
 
+from components import shell_templates
 from components.openshift.config import IGNITION_NAME, ClusterNode, ClusterPlan
 
 REDACTED = "<redacted>"
@@ -377,6 +377,12 @@ def vm_extra_config(ignition: str, kargs: str) -> dict[str, str]:
 
 # ---------------------------------------------------------------- lifecycle scripts
 
+
+def _script(name: str, values: dict[str, shell_templates.Value]) -> str:
+    """components/openshift/scripts/<name> with its values written in front of its body."""
+    return shell_templates.render("components.openshift", name, values)
+
+
 # Files openshift-install leaves in the install dir, by the key the component reads them under.
 IGNITION_OUTPUTS = {
     "bootstrap": "bootstrap.ign",
@@ -388,45 +394,19 @@ SINGLE_NODE_IGNITION = "bootstrap-in-place-for-live-iso.ign"
 
 
 def render_ignition_script(install_dir: str, installer: str, single_node: bool = False) -> str:
-    """Shell run by the local Command: install-config on stdin, JSON of base64 results on stdout.
-
-    The installer consumes install-config.yaml and bakes 24-hour certificates into the
-    ignition, so every run starts from an empty directory.
-    """
+    """Shell run by the local Command: install-config on stdin, JSON of base64 results on stdout."""
     if single_node:
         target = "single-node-ignition-config"
         files = {"master": SINGLE_NODE_IGNITION, "worker": "worker.ign", "kubeconfig": "auth/kubeconfig"}
     else:
         target = "ignition-configs"
         files = IGNITION_OUTPUTS
-    emits = "\n".join(f"emit {key} {shlex.quote(path)}" for key, path in files.items())
-    return f"""set -eu
-dir={shlex.quote(install_dir)}
-installer={shlex.quote(installer)}
-if ! command -v "$installer" >/dev/null 2>&1; then
-    echo "openshift-install not found as '$installer': download it for your OpenShift release" \\
-         "and set gpu-lab:openshift.installer to its path" >&2
-    exit 127
-fi
-case "$dir" in ""|/) echo "refusing to use '$dir' as the install dir" >&2; exit 2;; esac
-rm -rf "$dir"
-mkdir -p "$dir"
-umask 077
-cat > "$dir/install-config.yaml"
-# the installer deletes install-config.yaml; keep the copy the guide recommends
-cp "$dir/install-config.yaml" "$dir/install-config.yaml.orig"
-"$installer" --dir "$dir" create {target} >&2
-sep='{{'
-emit() {{
-    if [ -f "$dir/$2" ]; then
-        printf '%s"%s":"%s"' "$sep" "$1" "$(base64 < "$dir/$2" | tr -d '\\n')"
-        sep=','
-    fi
-}}
-{emits}
-if [ "$sep" = '{{' ]; then printf '{{'; fi
-printf '}}\\n'
-"""
+    return _script("create-ignition.sh", {
+        "INSTALL_DIR": install_dir,
+        "INSTALLER": installer,
+        "CREATE_TARGET": target,
+        "OUTPUTS": [f"{key} {path}" for key, path in files.items()],
+    })
 
 
 def parse_ignition_stdout(stdout: Optional[str]) -> dict[str, str]:
@@ -438,11 +418,7 @@ def parse_ignition_stdout(stdout: Optional[str]) -> dict[str, str]:
 
 def render_wait_script(install_dir: str, installer: str, stage: str) -> str:
     """`openshift-install wait-for <stage>` with the installer checked first."""
-    return f"""set -eu
-installer={shlex.quote(installer)}
-command -v "$installer" >/dev/null 2>&1 || {{ echo "openshift-install not found as '$installer'" >&2; exit 127; }}
-exec "$installer" --dir {shlex.quote(install_dir)} wait-for {stage}
-"""
+    return _script("wait-for.sh", {"INSTALL_DIR": install_dir, "INSTALLER": installer, "WAIT_STAGE": stage})
 
 
 CSR_TIMEOUT_S = 3600
@@ -453,72 +429,29 @@ def render_csr_script(
     plan: ClusterPlan, oc_bin: str, kubeconfig: str,
     timeout_s: int = CSR_TIMEOUT_S, interval_s: int = CSR_INTERVAL_S,
 ) -> str:
-    """Approve pending CSRs of the configured nodes only, until every one of them has joined.
-
-    Kubelet client CSRs come from the node-bootstrapper service account with the node name in
-    the request's CN; serving CSRs come from the node itself. Anything else is left alone.
-    """
+    """Approve pending CSRs of the configured nodes only, until every one of them has joined."""
     d = plan.domain
     names = [n.name for n in plan.nodes if n.role != "bootstrap"]
-    allowed = " ".join(names + [f"{n}.{d}" for n in names])
-    return f"""set -u
-oc={shlex.quote(oc_bin)}
-export KUBECONFIG={shlex.quote(kubeconfig)}
-allowed={shlex.quote(allowed)}
-want={shlex.quote(" ".join(names))}
-domain={shlex.quote(d)}
-command -v "$oc" >/dev/null 2>&1 || {{ echo "oc not found as '$oc': set gpu-lab:openshift.oc" >&2; exit 127; }}
-deadline=$(( $(date +%s) + {int(timeout_s)} ))
-# whole-word equality only: a CN with spaces must not match a run of names
-is_allowed() {{
-    for candidate in $allowed; do [ "$candidate" = "$1" ] && return 0; done
-    return 1
-}}
-pending=$(mktemp)
-trap 'rm -f "$pending"' EXIT
-while :; do
-    approved=0
-    "$oc" get csr -o go-template='{{{{range .items}}}}{{{{if not .status}}}}{{{{.metadata.name}}}} {{{{.spec.username}}}} {{{{.spec.request}}}}{{{{"\\n"}}}}{{{{end}}}}{{{{end}}}}' > "$pending" 2>/dev/null || :
-    while read -r name user request; do
-        case "$user" in
-            system:node:*) node=${{user#system:node:}} ;;
-            system:serviceaccount:openshift-machine-config-operator:node-bootstrapper)
-                node=$(printf '%s' "$request" | openssl base64 -d -A \\
-                    | openssl req -noout -subject -nameopt RFC2253 2>/dev/null \\
-                    | sed -n 's/.*CN=system:node:\\([^,]*\\).*/\\1/p') ;;
-            *) continue ;;
-        esac
-        if is_allowed "$node"; then
-            if "$oc" adm certificate approve "$name" >&2; then approved=$((approved + 1)); fi
-        else
-            echo "leaving CSR $name of '$node' pending: not a configured node" >&2
-        fi
-    done < "$pending"
-    joined=$("$oc" get nodes -o name 2>/dev/null || :)
-    missing=""
-    for n in $want; do
-        if ! printf '%s\\n' "$joined" | grep -qx -e "node/$n" -e "node/$n.$domain"; then
-            missing="$missing $n"
-        fi
-    done
-    if [ -z "$missing" ] && [ "$approved" -eq 0 ]; then
-        echo "every configured node has joined"
-        exit 0
-    fi
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-        echo "timed out; nodes not joined:$missing" >&2
-        exit 1
-    fi
-    sleep {int(interval_s)}
-done
-"""
+    return _script("approve-csrs.sh", {
+        "OC": oc_bin,
+        "KUBECONFIG": kubeconfig,
+        "ALLOWED_NODES": " ".join(names + [f"{n}.{d}" for n in names]),
+        "WANTED_NODES": " ".join(names),
+        "CLUSTER_DOMAIN": d,
+        "TIMEOUT_S": int(timeout_s),
+        "INTERVAL_S": int(interval_s),
+    })
 
 
 # ---------------------------------------------------------------- helper-node install steps
 
 
-def _sudo(plan: ClusterPlan) -> str:
-    return "" if plan.config.helper.user == "root" else "sudo -n "
+# What the PXE menus point UEFI and BIOS clients to; they must be in the TFTP root.
+BOOT_LOADERS = ("pxelinux.0", "grubx64.efi")
+
+
+def _use_sudo(plan: ClusterPlan) -> str:
+    return "no" if plan.config.helper.user == "root" else "yes"
 
 
 def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
@@ -538,47 +471,37 @@ def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
 def render_dns_install(plan: ClusterPlan) -> str:
     """Check the staged dnsmasq config, put it and the hosts file in place, restart dnsmasq."""
     paths = plan.config.helper.paths
-    s, sudo = shlex.quote(paths.staging), _sudo(plan)
-    return f"""set -eu
-{sudo}dnsmasq --test -C {s}/dnsmasq.conf
-{sudo}install -D -m 0644 {s}/hosts.dnsmasq {shlex.quote(paths.hosts_file)}
-{sudo}install -D -m 0644 {s}/dnsmasq.conf {shlex.quote(paths.dnsmasq_conf)}
-{sudo}systemctl enable dnsmasq
-{sudo}systemctl restart dnsmasq
-"""
+    return _script("install-dns.sh", {
+        "USE_SUDO": _use_sudo(plan),
+        "STAGING_DIR": paths.staging,
+        "HOSTS_FILE": paths.hosts_file,
+        "DNSMASQ_CONF": paths.dnsmasq_conf,
+    })
 
 
 def render_lb_install(plan: ClusterPlan) -> str:
     """Check the staged haproxy.cfg, put it in place, reload HAProxy."""
     paths = plan.config.helper.paths
-    s, sudo = shlex.quote(paths.staging), _sudo(plan)
-    return f"""set -eu
-{sudo}haproxy -c -f {s}/haproxy.cfg
-{sudo}install -D -m 0644 {s}/haproxy.cfg {shlex.quote(paths.haproxy_cfg)}
-# SELinux keeps HAProxy off 6443/22623 unless allowed
-if command -v selinuxenabled >/dev/null 2>&1 && selinuxenabled; then {sudo}setsebool -P haproxy_connect_any 1; fi
-{sudo}systemctl enable haproxy
-{sudo}systemctl reload-or-restart haproxy
-"""
+    return _script("install-lb.sh", {
+        "USE_SUDO": _use_sudo(plan),
+        "STAGING_DIR": paths.staging,
+        "HAPROXY_CFG": paths.haproxy_cfg,
+    })
 
 
 def render_pxe_install(plan: ClusterPlan) -> str:
     """Check the boot loaders and RHCOS images are there, put the PXE menus in the TFTP root."""
     oc = plan.config
     paths = oc.helper.paths
-    s, t, sudo = shlex.quote(paths.staging), shlex.quote(paths.tftp_root), _sudo(plan)
     local_images = [loc for loc in (oc.rhcos.kernel, oc.rhcos.initramfs, oc.rhcos.rootfs) if not urlsplit(loc).scheme]
-    lines = ["set -eu", "missing="]
-    for loader in ("pxelinux.0", "grubx64.efi"):
-        lines.append(f'[ -f {t}/{loader} ] || missing="$missing {paths.tftp_root}/{loader}"')
-    for image in local_images:
-        target = shlex.quote(f"{paths.http_root}/{image}")
-        lines.append(f'[ -f {target} ] || missing="$missing {paths.http_root}/{image}"')
-    lines.append('if [ -n "$missing" ]; then echo "missing on the helper node:$missing (boot loaders from '
-                 'syslinux and grub/shim, images from the RHCOS mirror)" >&2; exit 1; fi')
-    for rel in staged_files(plan)["pxe"]:
-        lines.append(f"{sudo}install -D -m 0644 {s}/{shlex.quote(rel)} {t}/{shlex.quote(rel)}")
-    return "\n".join(lines) + "\n"
+    return _script("install-pxe.sh", {
+        "USE_SUDO": _use_sudo(plan),
+        "STAGING_DIR": paths.staging,
+        "TFTP_ROOT": paths.tftp_root,
+        "REQUIRED_FILES": [f"{paths.tftp_root}/{loader}" for loader in BOOT_LOADERS]
+                          + [f"{paths.http_root}/{image}" for image in local_images],
+        "MENU_FILES": list(staged_files(plan)["pxe"]),
+    })
 
 
 def ignition_files(plan: ClusterPlan) -> dict[str, str]:
@@ -592,13 +515,12 @@ def ignition_files(plan: ClusterPlan) -> dict[str, str]:
 def render_ignition_install(plan: ClusterPlan) -> str:
     """Publish the installer's ignition files on the helper's HTTP server."""
     paths = plan.config.helper.paths
-    s, h, sudo = shlex.quote(paths.staging), shlex.quote(paths.http_root), _sudo(plan)
-    lines = ["set -eu"]
-    for file in ignition_files(plan).values():
-        lines.append(f"{sudo}install -D -m 0644 {s}/{file} {h}/{file}")
-    lines.append("# the guide: files served by httpd need its SELinux label")
-    lines.append(f"if command -v restorecon >/dev/null 2>&1; then {sudo}restorecon -R {h}; fi")
-    return "\n".join(lines) + "\n"
+    return _script("publish-ignition.sh", {
+        "USE_SUDO": _use_sudo(plan),
+        "STAGING_DIR": paths.staging,
+        "HTTP_ROOT": paths.http_root,
+        "IGNITION_FILES": list(ignition_files(plan).values()),
+    })
 
 
 PLACEHOLDER_KUBECONFIG = """apiVersion: v1

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from components import shell_templates
+
 Trust = Literal["dscp", "pcp"]
 
 # nmlx5_core's trust_state values: 1 trusts the 802.1p PCP bits, 2 trusts the DSCP field.
@@ -64,38 +66,15 @@ def render_baremetal_script(
 ) -> str:
     """Shell script that sets a bare-metal node's RoCE ports to match the switches.
 
-    Takes the interfaces as arguments, defaulting to the rails' host interfaces from the config.
-    Idempotent: every command sets an absolute value.
+    The script (scripts/hosts-baremetal.sh) takes the interfaces as arguments, defaulting to the
+    rails' host interfaces from the config.
     """
-    pfc = mlnx_qos_pfc_list(pfc_priority, lossless)
     mode = "lossless (PFC + ECN)" if lossless else "lossy (ECN only)"
-    default_ifaces = " ".join(interfaces)
-    lines = [
-        "#!/bin/sh",
-        "# gpu-lab: RoCE QoS for bare-metal nodes, generated from the switch configuration; do not edit.",
-        f"# Matches switch(es) {', '.join(switches)}: {mode}, priority {pfc_priority}, trust {trust}, MTU {mtu}.",
-        "# Usage: hosts-baremetal.sh [interface...]   (needs mlnx_qos and cma_roce_tos from MLNX_OFED/DOCA-OFED)",
-        "set -eu",
-        "",
-        f"PFC={pfc}",
-        f"TRUST={trust}",
-        f"MTU={mtu}",
-        f"TOS={roce_tos(pfc_priority)}",
-        'SYSFS="${SYSFS:-/sys}"  # overridable to try the script against a copy of sysfs',
-        "",
-        *([f'[ "$#" -gt 0 ] || set -- {default_ifaces}'] if interfaces else []),
-        'if [ "$#" -eq 0 ]; then',
-        '    echo "hosts-baremetal.sh: name the RoCE interfaces (none are configured on the rails)" >&2',
-        "    exit 2",
-        "fi",
-        "",
-        'for ifc in "$@"; do',
-        '    mlnx_qos -i "$ifc" --pfc "$PFC" --trust "$TRUST"',
-        '    ip link set dev "$ifc" mtu "$MTU"',
-        "    # RDMA-CM connections take their ToS from the RDMA device behind the interface.",
-        '    for dev in "$SYSFS"/class/net/"$ifc"/device/infiniband/*; do',
-        '        if [ -e "$dev" ]; then cma_roce_tos -d "${dev##*/}" -t "$TOS"; fi',
-        "    done",
-        "done",
-    ]
-    return "\n".join(lines) + "\n"
+    matches = f"Matches switch(es) {', '.join(switches)}: {mode}, priority {pfc_priority}, trust {trust}, MTU {mtu}."
+    return shell_templates.render("components.switch", "hosts-baremetal.sh", {
+        "PFC": mlnx_qos_pfc_list(pfc_priority, lossless),
+        "TRUST": trust,
+        "MTU": mtu,
+        "TOS": roce_tos(pfc_priority),
+        "DEFAULT_INTERFACES": " ".join(interfaces),
+    }, comments=[matches])

@@ -172,10 +172,12 @@ def cumulus_steps(sw: SwitchConfig) -> list[Step]:
 
 def _cumulus_prologue(sw: SwitchConfig, what: str) -> list[str]:
     # ERR trap: name the switch and the command, and drop the half-staged revision so a later
-    # `nv config apply` cannot push part of it.
+    # `nv config apply` cannot push part of it. shellcheck misreads `rc`, set inside the trap
+    # string, as never assigned (koalaman/shellcheck#1299), hence the directive.
     return [
         f"# gpu-lab: {what} of switch {sw.name} (Cumulus Linux, NVUE); generated, do not edit.",
         "set -eu",
+        "# shellcheck disable=SC2154  # rc is assigned inside the trap",
         f"trap 'rc=$?; echo \"gpu-lab: switch {sw.name}: {what} failed (exit $rc) at: $BASH_COMMAND; "
         "pending NVUE changes dropped\" >&2; nv config detach >&2 || true; exit $rc' ERR",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from components.shell_templates import VALUES_BEGIN, VALUES_END  # noqa: E402
 from tools.mockrun import stack_config  # noqa: E402
 
 INSTALL_HINT = "run scripts/install-openshift-test-tools.sh"
@@ -30,3 +32,9 @@ def tool(name: str) -> str:
     if not found:
         pytest.fail(f"{name} is not installed; {INSTALL_HINT}")
     return found
+
+
+def script_values(script: str) -> dict[str, str]:
+    """The values a rendered script template was given, unquoted the way sh reads them."""
+    block = script.split(VALUES_BEGIN + "\n", 1)[1].split(VALUES_END + "\n", 1)[0]
+    return dict(word.split("=", 1) for word in shlex.split(block, comments=True))

@@ -9,7 +9,7 @@ import json
 
 import pulumi
 import pytest
-from openshift_helpers import sections
+from openshift_helpers import script_values, sections
 
 from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
@@ -71,9 +71,10 @@ def test_ignition_command_reruns_on_install_config_change_and_keeps_it_secret(la
     cmd = lab_run.named("openshift-ignition")
     assert cmd.type == "command:local:Command"
     inputs = cmd.plain()
-    assert "create ignition-configs" in inputs["create"]
-    assert "dir=build/lab/openshift-install" in inputs["create"]
-    assert "installer=openshift-install" in inputs["create"]
+    values = script_values(inputs["create"])
+    assert values["CREATE_TARGET"] == "ignition-configs"
+    assert values["INSTALL_DIR"] == "build/lab/openshift-install"
+    assert values["INSTALLER"] == "openshift-install"
     assert "stdin" in cmd.secret_paths()  # pull secret inside
     # the placeholder secrets of the mock run flow into install-config, so its hash is the trigger;
     # a one-way hash, not secret (a secret in triggers breaks pulumi-command's preview)
@@ -102,6 +103,9 @@ def test_services_restart_only_on_a_change_of_their_own_files(lab_run):
     assert lb["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
     assert "systemctl restart dnsmasq" in dns["create"] and "reload-or-restart haproxy" in lb["create"]
     # the commands do not embed file contents, so an unchanged file changes nothing
+    paths = plan(load_lab(sections("lab"))).config.helper.paths
+    assert script_values(dns["create"]) == {"USE_SUDO": "no", "STAGING_DIR": paths.staging,
+                                            "HOSTS_FILE": paths.hosts_file, "DNSMASQ_CONF": paths.dnsmasq_conf}
     assert "api.sckub" not in dns["create"] and "server " not in lb["create"]
     staged = lab_run.named("openshift-stage-haproxy-cfg").plain()
     assert staged["remotePath"] == "/var/tmp/gpu-lab-openshift/haproxy.cfg"
@@ -127,7 +131,9 @@ def test_ignition_files_reach_the_helper_as_secrets(lab_run):
         assert inputs["triggers"] == [sha256(inputs["stdin"])]
     publish = lab_run.named("openshift-publish-ignition")
     assert "triggers" not in publish.secret_paths()
-    assert "/var/www/html/bootstrap.ign" in publish.plain()["create"]
+    values = script_values(publish.plain()["create"])
+    assert values["HTTP_ROOT"] == "/var/www/html"
+    assert values["IGNITION_FILES"].splitlines() == ["bootstrap.ign", "master.ign", "worker.ign"]
 
 
 def preview_before_the_installer_ran(config: dict):
@@ -198,9 +204,10 @@ def test_preview_before_the_installer_ran_gives_copy_to_remote_only_known_source
 
 def test_csr_approval_names_only_the_configured_nodes(lab_run):
     script = lab_run.named("openshift-approve-csrs").plain()["create"]
-    assert 'want=\'sckubm01 sckubm02 sckubm03 sckubw01 sckubw02 sckubw03 sckubw04\'' in script
+    values = script_values(script)
+    assert values["WANTED_NODES"] == "sckubm01 sckubm02 sckubm03 sckubw01 sckubw02 sckubw03 sckubw04"
     assert "sckubbs01" not in script
-    assert "export KUBECONFIG=build/lab/openshift-install/auth/kubeconfig" in script
+    assert values["KUBECONFIG"] == "build/lab/openshift-install/auth/kubeconfig"
     assert "xargs" not in script  # never the guide's approve-everything pipeline
 
 
@@ -225,7 +232,8 @@ def test_bootstrap_false_removes_bootstrap_vm_backend_and_files():
     assert "vms-sckubbs01" not in {r.name for r in run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
     names = {r.name for r in run.resources}
     assert "openshift-stage-bootstrap-ign" not in names
-    assert "bootstrap.ign" not in run.named("openshift-publish-ignition").plain()["create"]
+    published = script_values(run.named("openshift-publish-ignition").plain()["create"])["IGNITION_FILES"]
+    assert published.splitlines() == ["master.ign", "worker.ign"]
 
 
 def test_guide_stack_deploys_pxe_and_runs_the_install_lifecycle(guide_run):
@@ -235,8 +243,8 @@ def test_guide_stack_deploys_pxe_and_runs_the_install_lifecycle(guide_run):
     wait_bootstrap = guide_run.named("openshift-wait-bootstrap")
     csr = guide_run.named("openshift-approve-csrs")
     wait_install = guide_run.named("openshift-wait-install")
-    assert "wait-for bootstrap-complete" in wait_bootstrap.plain()["create"]
-    assert "wait-for install-complete" in wait_install.plain()["create"]
+    assert script_values(wait_bootstrap.plain()["create"])["WAIT_STAGE"] == "bootstrap-complete"
+    assert script_values(wait_install.plain()["create"])["WAIT_STAGE"] == "install-complete"
     assert wait_install.plain()["logging"] == "none"  # it prints the kubeadmin password
     props = guide_run.named("openshift").plain()
     assert props["clusterName"] == "dgxpod" and props["controlPlaneCount"] == 3
@@ -313,8 +321,9 @@ def test_install_dir_and_installer_are_configurable(mocks):
                                                            install_dir="/srv/ocp/sckub"))
     resolve(component.kubeconfig)  # the ignition Command has been registered once this resolves
     cmd = mocks.resources["openshift-ignition"]
-    assert "installer=/opt/ocp/4.16/openshift-install" in cmd["create"]
-    assert "dir=/srv/ocp/sckub" in cmd["create"]
+    values = script_values(cmd["create"])
+    assert values["INSTALLER"] == "/opt/ocp/4.16/openshift-install"
+    assert values["INSTALL_DIR"] == "/srv/ocp/sckub"
     assert cmd["delete"] == "rm -rf /srv/ocp/sckub"
     assert component.install_dir == "/srv/ocp/sckub"
 

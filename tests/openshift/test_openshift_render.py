@@ -356,7 +356,7 @@ FAKE_INSTALLER = textwrap.dedent("""\
     # stand-in for openshift-install: --dir D create ignition-configs
     set -eu
     dir=$2
-    echo "$@" >> "$dir/../installer-calls"
+    printf '%s\\n' "$@" >> "$dir/../installer-calls"
     test -f "$dir/install-config.yaml"
     name=$(awk '/^metadata:/ {getline; sub(/^  name: /, ""); print}' "$dir/install-config.yaml")
     rm "$dir/install-config.yaml"
@@ -368,8 +368,9 @@ FAKE_INSTALLER = textwrap.dedent("""\
 
 
 def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
-    installer = executable(tmp_path / "openshift-install", FAKE_INSTALLER)
-    install_dir = tmp_path / "install"
+    (tmp_path / "open shift").mkdir()
+    installer = executable(tmp_path / "open shift" / "openshift-install", FAKE_INSTALLER)
+    install_dir = tmp_path / "it's an $install dir"  # blanks, a quote and a dollar reach the installer intact
     install_dir.mkdir()
     (install_dir / "stale.ign").write_text("from an earlier cluster")
     install_config = render_install_config(guide(), PULL, SSH)
@@ -380,7 +381,8 @@ def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
     assert files == {
         "bootstrap": '{"bootstrap": "dgxpod"}\n', "master": '{"master": "dgxpod"}\n',
         "worker": '{"worker": "dgxpod"}\n', "kubeconfig": "kubeconfig-of-dgxpod\n"}
-    assert (tmp_path / "installer-calls").read_text().split() == ["--dir", str(install_dir), "create", "ignition-configs"]
+    assert (tmp_path / "installer-calls").read_text().splitlines() == [
+        "--dir", str(install_dir), "create", "ignition-configs"]
     assert not (install_dir / "stale.ign").exists()  # every run starts from an empty dir
     assert (install_dir / "install-config.yaml.orig").read_text() == install_config
     assert "INFO Ignition-Configs created" in result.stderr  # installer chatter stays off stdout
@@ -502,7 +504,7 @@ def helper_root(tmp_path, monkeypatch):
     for name in ("dnsmasq", "haproxy"):
         (bin_dir / name).symlink_to(tool(name))
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    root = tmp_path / "helper"
+    root = tmp_path / "helper's $root"  # paths with blanks, a quote and a dollar sign
     paths = {
         "dnsmasqConf": f"{root}/etc/dnsmasq.d/openshift.conf", "hostsFile": f"{root}/etc/hosts.dnsmasq",
         "haproxyCfg": f"{root}/etc/haproxy/haproxy.cfg", "tftpRoot": f"{root}/tftpboot",
@@ -581,8 +583,40 @@ def test_ignition_step_publishes_bootstrap_only_while_it_exists(helper_root):
             x.unlink()
 
 
-def test_helper_steps_use_sudo_for_a_non_root_user():
-    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "user": "core"})
-    assert "sudo -n systemctl restart dnsmasq" in render_dns_install(p)
-    assert "sudo -n haproxy -c -f" in render_lb_install(p)
-    assert "sudo" not in render_dns_install(guide())
+def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
+    tmp_path, root, paths = helper_root
+    # stand-in sudo: records its arguments, then runs the command as the test user
+    executable(tmp_path / "bin" / "sudo",
+               f'#!/bin/sh\necho "$*" >> {tmp_path}/sudo-calls\n[ "$1" = -n ] && shift\nexec "$@"\n')
+    helper = {"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths}
+    as_root = guide(helper={**helper, "user": "root"})
+    stage(as_root, root)
+    for script in (render_dns_install(as_root), render_lb_install(as_root)):
+        assert run(script).returncode == 0
+    assert not (tmp_path / "sudo-calls").exists()
+    assert len((tmp_path / "systemctl-calls").read_text().splitlines()) == 4
+
+    as_core = guide(helper={**helper, "user": "core"})
+    for script in (render_dns_install(as_core), render_lb_install(as_core)):
+        done = run(script)
+        assert done.returncode == 0, done.stderr
+    staging = root / "staging"
+    assert (tmp_path / "sudo-calls").read_text().splitlines() == [
+        f"-n dnsmasq --test -C {staging}/dnsmasq.conf",
+        f"-n install -D -m 0644 {staging}/hosts.dnsmasq {paths['hostsFile']}",
+        f"-n install -D -m 0644 {staging}/dnsmasq.conf {paths['dnsmasqConf']}",
+        "-n systemctl enable dnsmasq",
+        "-n systemctl restart dnsmasq",
+        f"-n haproxy -c -f {staging}/haproxy.cfg",
+        f"-n install -D -m 0644 {staging}/haproxy.cfg {paths['haproxyCfg']}",
+        "-n systemctl enable haproxy",
+        "-n systemctl reload-or-restart haproxy",
+    ]
+    (tmp_path / "sudo-calls").unlink()
+    for name in ("bootstrap.ign", "master.ign", "worker.ign"):
+        (staging / name).write_text(name)
+    done = run(render_ignition_install(as_core))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "sudo-calls").read_text().splitlines() == [
+        f"-n install -D -m 0644 {staging}/{name} {paths['httpRoot']}/{name}"
+        for name in ("bootstrap.ign", "master.ign", "worker.ign")]

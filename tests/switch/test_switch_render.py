@@ -176,8 +176,12 @@ def test_cumulus_apply_sets_every_setting(sw):
 @pytest.mark.parametrize("sw", CUMULUS, ids=lambda s: s.name)
 def test_cumulus_scripts_are_valid_bash_that_stop_on_the_first_error(sw):
     for script in (render_apply(sw), render_revert(sw)):
-        assert script.splitlines()[1] == "set -eu"
-        assert f"switch {sw.name}:" in script.splitlines()[2] and "ERR" in script.splitlines()[2]
+        lines = script.splitlines()
+        assert lines[1] == "set -eu"
+        # the ERR trap is set before the first nv command
+        trap = next(i for i, line in enumerate(lines) if line.startswith("trap "))
+        assert trap < next(i for i, line in enumerate(lines) if line.startswith("nv "))
+        assert f"switch {sw.name}:" in lines[trap] and lines[trap].endswith(" ERR")
         if shutil.which("bash"):
             subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 

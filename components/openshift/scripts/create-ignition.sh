@@ -1,0 +1,37 @@
+#!/bin/sh
+# Create a cluster's ignition configs with openshift-install: install-config.yaml on stdin, and
+# on stdout one JSON object {key: base64 of the file} of the installer's output files.
+# openshift-install consumes install-config.yaml and bakes 24-hour certificates into the
+# ignition, so every run starts from an empty directory. Runs under /bin/sh (pulumi-command's
+# local.Command).
+
+set -eu
+: "${INSTALL_DIR?directory openshift-install works in, emptied first}"
+: "${INSTALLER?openshift-install as a command name or a path}"
+: "${CREATE_TARGET?what to create: ignition-configs or single-node-ignition-config}"
+: "${OUTPUTS?the files to return, one line of <key> <path under INSTALL_DIR> each}"
+
+if ! command -v "$INSTALLER" >/dev/null 2>&1; then
+    echo "openshift-install not found as '$INSTALLER': download it for your OpenShift release" \
+         "and set gpu-lab:openshift.installer to its path" >&2
+    exit 127
+fi
+case "$INSTALL_DIR" in ""|/) echo "refusing to use '$INSTALL_DIR' as the install dir" >&2; exit 2;; esac
+rm -rf "$INSTALL_DIR"
+mkdir -p "$INSTALL_DIR"
+umask 077
+cat > "$INSTALL_DIR/install-config.yaml"
+# the installer deletes install-config.yaml; keep the copy the guide recommends
+cp "$INSTALL_DIR/install-config.yaml" "$INSTALL_DIR/install-config.yaml.orig"
+"$INSTALLER" --dir "$INSTALL_DIR" create "$CREATE_TARGET" >&2
+sep='{'
+while read -r key path; do
+    if [ -n "$key" ] && [ -f "$INSTALL_DIR/$path" ]; then
+        printf '%s"%s":"%s"' "$sep" "$key" "$(base64 < "$INSTALL_DIR/$path" | tr -d '\n')"
+        sep=','
+    fi
+done <<END_OF_OUTPUTS
+$OUTPUTS
+END_OF_OUTPUTS
+if [ "$sep" = '{' ]; then printf '{'; fi
+printf '}\n'

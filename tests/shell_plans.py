@@ -1,0 +1,89 @@
+"""Every embedded shell script the program renders, from the tests' own small configurations.
+
+Paths hold blanks, so a script that only works with tame paths fails its checks. The awkward
+variant adds a quote and a dollar sign for the quoting round trip; shellcheck would flag those
+literal values themselves (SC2016, SC2089), so it reads the plain variant.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from components.config import load_lab
+from components.openshift.config import plan
+from components.openshift.renderers import (
+    render_csr_script,
+    render_dns_install,
+    render_ignition_install,
+    render_ignition_script,
+    render_lb_install,
+    render_pxe_install,
+    render_wait_script,
+)
+from components.switch.config import SwitchConfig
+from components.switch.hosts import render_baremetal_script
+from components.switch.render import render_apply, render_revert
+
+BLANK_DIR = "/var/tmp/gpu lab"
+AWKWARD_DIR = "/var/tmp/it's a $dir"
+
+# Bare-metal nodes with one MAC (PXE menus per node), a non-root helper user (sudo), local and
+# remote RHCOS images; addresses on loopback, since nothing here is ever contacted.
+OPENSHIFT = {
+    "clusterName": "scripts", "baseDomain": "example.test", "platform": "none",
+    "networks": {"clusterNetwork": {"cidr": "10.128.0.0/14", "hostPrefix": 23},
+                 "serviceNetwork": "172.30.0.0/16", "machineNetwork": ["127.0.10.0/24"]},
+    "helper": {"address": "127.0.10.2", "user": "core", "loadBalancerAddress": "127.0.10.3",
+               "paths": {"staging": BLANK_DIR, "tftpRoot": "/srv/tftp root", "httpRoot": "/srv/www root"}},
+    "installer": "/opt/open shift/openshift-install",
+    "oc": "/opt/open shift/oc",
+    "nodes": [
+        {"name": "bootstrap", "role": "bootstrap", "address": "127.0.10.9"},
+        {"name": "master-0", "role": "control-plane", "address": "127.0.10.10"},
+        {"name": "master-1", "role": "control-plane", "address": "127.0.10.11"},
+        {"name": "master-2", "role": "control-plane", "address": "127.0.10.12"},
+        {"name": "worker-0", "role": "worker", "address": "127.0.10.20", "mac": "52:54:00:aa:bb:cc"},
+    ],
+    "rhcos": {"kernel": "rhcos/kernel-x86_64", "initramfs": "rhcos/initramfs.img",
+              "rootfs": "http://127.0.10.2:8080/rhcos/rootfs.img"},
+}
+
+CUMULUS = {"name": "cl-scripts", "os": "cumulus", "user": "cumulus", "managementAddress": "127.0.10.30",
+           "ports": {"hosts": ["swp10"],
+                     "rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1", "swp2"], "hostInterface": "enp5s0"}]}}
+
+
+def openshift_plan(**changes):
+    raw = copy.deepcopy(OPENSHIFT)
+    raw.update(changes)
+    return plan(load_lab({"openshift": raw}))
+
+
+def rendered_scripts(awkward: bool = False) -> dict[str, str]:
+    """Name -> script text, for every script template and every generated switch script."""
+    scripts: dict[str, str] = {}
+    directory = AWKWARD_DIR if awkward else BLANK_DIR
+    helper = OPENSHIFT["helper"]
+    if awkward:
+        helper = {**helper, "paths": {"staging": AWKWARD_DIR, "tftpRoot": "/srv/'tftp'", "httpRoot": "/srv/$www"}}
+    for label, p in (("sudo", openshift_plan(helper=helper)),
+                     ("root", openshift_plan(helper={**helper, "user": "root"}))):
+        scripts[f"install-dns-{label}.sh"] = render_dns_install(p)
+        scripts[f"install-lb-{label}.sh"] = render_lb_install(p)
+        scripts[f"install-pxe-{label}.sh"] = render_pxe_install(p)
+        scripts[f"publish-ignition-{label}.sh"] = render_ignition_install(p)
+    p = openshift_plan(helper=helper)
+    oc = p.config
+    scripts["create-ignition.sh"] = render_ignition_script(directory, oc.installer)
+    scripts["create-ignition-single-node.sh"] = render_ignition_script(directory, oc.installer, single_node=True)
+    scripts["wait-for.sh"] = render_wait_script(directory, oc.installer, "bootstrap-complete")
+    scripts["approve-csrs.sh"] = render_csr_script(p, oc.oc, f"{directory}/auth/kubeconfig")
+    scripts["hosts-baremetal.sh"] = render_baremetal_script(
+        3, "dscp", 9000, lossless=True, interfaces=["enp5s0", "enp132s0"], switches=["sw1", "sw2"])
+    scripts["hosts-baremetal-no-interfaces.sh"] = render_baremetal_script(
+        4, "pcp", 9100, lossless=False, interfaces=[], switches=["sw1"])
+    sw = SwitchConfig.model_validate(CUMULUS)
+    # Cumulus scripts run under the switch user's bash; they carry no shebang of their own.
+    scripts["cumulus-apply.bash"] = render_apply(sw)
+    scripts["cumulus-revert.bash"] = render_revert(sw)
+    return scripts
