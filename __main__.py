@@ -7,19 +7,20 @@ platform engineer needs after `pulumi up`.
 import pulumi
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
-from components.config import SECTIONS, load_lab
+from components.config import gpu_lab_sections, load_lab, program_config
 from components.model import ConfigError
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
-from components.secrets import MissingSecretError, check_required_secrets, load_secrets
+from components.secrets import MissingSecretError, check_required_secrets, check_secrets_are_secret, load_secrets
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
 
 
 def main() -> None:
-    config = pulumi.Config("gpu-lab")
     try:
-        lab = load_lab({section: config.get_object(section) for section in SECTIONS})
+        config = program_config()
+        check_secrets_are_secret(config, pulumi.runtime.is_config_secret)
+        lab = load_lab(gpu_lab_sections(config))
         secrets = load_secrets()
         check_required_secrets(lab, secrets)
     except (ConfigError, MissingSecretError) as err:

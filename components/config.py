@@ -8,20 +8,27 @@ Each section lives beside the component that uses it and contributes its own rul
     gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
 
 `load_lab` is the single entry point: it returns a LabConfig or raises one ConfigError
-listing every problem, before any resource is registered.
+listing every problem, before any resource is registered. Each section's structure is checked
+on its own, so a typo in one section does not hide the rule problems of the others; a section's
+rules run when it and every section they read are sound.
+
+`gpu_lab_sections` gives `load_lab` every key of the `gpu-lab:` namespace the engine (or the
+mocks) hands the program, so a misspelt section is an error rather than a section left out.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from pydantic import Field, ValidationError
+import pulumi
+from pydantic import Field, TypeAdapter, ValidationError
 
 from components import addons, openshift, switch, vsphere  # noqa: F401  (section packages)
 from components.addons.config import AddonsConfig
 from components.addons.config import check as check_addons
-from components.model import ConfigError, Model, Problem, problems_from_validation_error
+from components.model import ConfigError, Model, Problem, closest, echo, problems_from_validation_error
 from components.openshift.config import OpenShiftConfig
 from components.openshift.config import check as check_openshift
 from components.switch.config import SwitchConfig
@@ -32,7 +39,15 @@ from components.vsphere.config import check as check_vsphere
 SECTIONS = ("vsphere", "openshift", "switches", "addons")
 """Config keys under the `gpu-lab:` namespace that hold structured sections."""
 
-_RULES = (check_vsphere, check_openshift, check_switches, check_addons)
+NAMESPACE = "gpu-lab"
+
+# Each section's rules, and the sections they read (a rule needs all of them sound to run).
+_RULES = {
+    "vsphere": (check_vsphere, {"vsphere"}),
+    "openshift": (check_openshift, {"openshift", "vsphere"}),
+    "switches": (check_switches, {"switches", "vsphere", "openshift"}),
+    "addons": (check_addons, {"addons", "vsphere", "openshift"}),
+}
 
 
 class LabConfig(Model):
@@ -59,11 +74,18 @@ class LabConfig(Model):
         """Every VM to create, bootstrap included only while OpenShift needs it."""
         return planned_vms(self.vsphere, with_bootstrap=self.bootstrap_vm_wanted) if self.vsphere else []
 
-    def problems(self) -> list[Problem]:
+    def problems(self, sound: Optional[set[str]] = None) -> list[Problem]:
+        """The rule problems of every section whose rules can run (all of them by default)."""
         found: list[Problem] = []
-        for rule in _RULES:
-            found += rule(self)
+        for rule, reads in _RULES.values():
+            if sound is None or reads <= sound:
+                found += rule(self)
         return found
+
+
+def _secret_keys() -> list[str]:
+    from components.secrets import SECRET_KEYS
+    return [key for _, namespace, key, _ in SECRET_KEYS if namespace == NAMESPACE]
 
 
 def load_lab(sections: Mapping[str, Any]) -> LabConfig:
@@ -71,14 +93,69 @@ def load_lab(sections: Mapping[str, Any]) -> LabConfig:
 
     Raises ConfigError with every problem found; nothing is half-validated.
     """
-    unknown = sorted(set(sections) - set(SECTIONS))
-    problems = [Problem(k, f"unknown section; allowed: {', '.join(SECTIONS)}") for k in unknown]
-    raw = {k: v for k, v in sections.items() if k in SECTIONS and v is not None}
-    try:
-        lab = LabConfig.model_validate(raw)
-    except ValidationError as err:
-        raise ConfigError(problems + problems_from_validation_error(err, prefix="")) from None
-    problems += lab.problems()
+    problems: list[Problem] = []
+    for key in sorted(set(sections) - set(SECTIONS)):
+        message = f"unknown section; allowed: {', '.join(SECTIONS)} (and the secret keys {', '.join(_secret_keys())})"
+        guess = closest(key, [*SECTIONS, *_secret_keys()])
+        problems.append(Problem(key, f"{message}; did you mean {guess}?" if guess else message))
+    given = {k: v for k, v in sections.items() if k in SECTIONS}
+    if not given and not problems:
+        problems.append(Problem(NAMESPACE, f"no configuration: the stack sets none of {NAMESPACE}:"
+                                           f"{f', {NAMESPACE}:'.join(SECTIONS)}, so there is nothing to build"))
+    validated: dict[str, Any] = {}
+    sound = set(SECTIONS)
+    for key, value in given.items():
+        annotation = LabConfig.model_fields[key].annotation
+        if value is None:
+            problems.append(Problem(key, f"the section is empty; give its keys or remove {NAMESPACE}:{key}"))
+            sound.discard(key)
+            continue
+        try:
+            validated[key] = TypeAdapter(annotation).validate_python(value)
+        except ValidationError as err:
+            problems += problems_from_validation_error(err, prefix=key, model=annotation)
+            sound.discard(key)
+    lab = LabConfig.model_validate(validated)
+    problems += lab.problems(sound)
+    notes = [f"the rules of {section} run once {', '.join(sorted(reads - sound))} (which they read) "
+             "is fixed" for section, (_, reads) in _RULES.items()
+             if section in given and section in sound and not reads <= sound]
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, notes=notes)
     return lab
+
+
+def gpu_lab_sections(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The section keys of the `gpu-lab:` namespace ({"vsphere": value, ...}) from "ns:key" config.
+
+    Every key but the secrets is returned, known or not, so that `load_lab` can name a typo.
+    Values arrive as the engine passes them (JSON text for objects) or already decoded.
+    """
+    secrets = set(_secret_keys())
+    sections: dict[str, Any] = {}
+    for full_key, value in config.items():
+        namespace, _, key = full_key.partition(":")
+        if namespace != NAMESPACE or key in secrets:
+            continue
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass  # a bare string where a section belongs: validation names it
+        sections[key] = value
+    return sections
+
+
+def program_config() -> dict[str, Any]:
+    """Every config key the engine hands this program ("ns:key" -> value text).
+
+    pulumi.Config can only look keys up, not list them. The engine's language host passes the
+    stack's config in the PULUMI_CONFIG environment variable (read by the public
+    pulumi.runtime.get_config_env); tests and `make plan` set it through the public
+    pulumi.runtime.set_all_config, which keeps it in the SDK's module-level CONFIG context
+    variable. That variable is the only private name read here; tests/tools/test_stack_errors.py
+    fails loudly if the SDK moves it.
+    """
+    from pulumi.runtime import config as runtime_config
+
+    return {**pulumi.runtime.get_config_env(), **runtime_config.CONFIG.get()}

@@ -6,18 +6,20 @@ Validation happens in two passes so a user sees every problem at once:
 2. rules: each section's ``check(lab)`` function walks the typed model and returns
    ``Problem``s for what the guides forbid (duplicates, MTU, sizing, LACP, ...).
 
-Rules only run when the structure is sound, because they need a typed model to walk.
+Rules need a typed model to walk, so a section's rules run when its structure (and that of
+every section they read) is sound; each section's structure is checked on its own.
 Both passes report key paths in the YAML's own spelling, e.g. ``vsphere.workerHosts[2].name``.
 """
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Optional, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
@@ -48,18 +50,83 @@ class Problem:
 class ConfigError(ValueError):
     """Every problem found in a configuration, raised before any resource is registered."""
 
-    def __init__(self, problems: Sequence[Problem], source: str = "the lab configuration"):
+    def __init__(self, problems: Sequence[Problem], source: str = "the lab configuration",
+                 notes: Sequence[str] = ()):
         self.problems = list(problems)
+        self.source = source
+        self.notes = list(notes)
         lines = [f"{len(self.problems)} problem(s) in {source}:"]
         lines += [f"  - {p}" for p in self.problems]
+        lines += [f"  note: {n}" for n in self.notes]
         super().__init__("\n".join(lines))
 
 
 _UNION_TAGS = {"list", "range"}
+_ECHO_LIMIT = 60
 
 
-def problems_from_validation_error(err: ValidationError, prefix: str) -> list[Problem]:
-    """Turn pydantic's errors into Problems with YAML key paths."""
+def closest(name: str, known: Iterable[str]) -> Optional[str]:
+    """The known name a typo most likely meant, or None when nothing is close."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    if not matches:  # case slips (`VSphere`) score low on character ratio
+        matches = [k for k in known if k.lower() == name.lower()]
+    return matches[0] if matches else None
+
+
+def unknown_key_message(key: str, allowed: Sequence[str], what: str = "key") -> str:
+    """'unknown key; allowed here: a, b, c; did you mean b?' (the hint only when one is close)."""
+    message = f"unknown {what}; allowed here: {', '.join(allowed)}" if allowed else f"unknown {what}"
+    guess = closest(key, allowed)
+    return f"{message}; did you mean {guess}?" if guess else message
+
+
+def echo(value: Any) -> str:
+    """A user's value as it goes into a message: repr, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _ECHO_LIMIT else text[:_ECHO_LIMIT - 3] + "..."
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The config models an annotation can hold (through Optional, list, dict, Annotated, unions)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def allowed_keys(root: Any, loc: Sequence[Union[str, int]]) -> list[str]:
+    """The YAML keys a model accepts at ``loc`` (the location of a key inside ``root``'s value)."""
+    models = _models_in(root)
+    for part in loc:
+        if isinstance(part, int):
+            continue  # list index: the element models are already unwrapped
+        inner = [m for model in models for f in [_field_by_key(model, part)] if f is not None
+                 for m in _models_in(f.annotation)]
+        if inner:
+            models = inner
+        elif not any(_field_by_key(model, part) for model in models):
+            continue  # a union tag or a dict key: same models
+        else:
+            return []  # a scalar field: no keys below it
+    if not models:
+        return []
+    return [f.alias or name for name, f in models[0].model_fields.items()]
+
+
+def _field_by_key(model: type[BaseModel], key: str):
+    for name, f in model.model_fields.items():
+        if key in (name, f.alias):
+            return f
+    return None
+
+
+def problems_from_validation_error(err: ValidationError, prefix: str, model: Any = None) -> list[Problem]:
+    """Turn pydantic's errors into Problems with YAML key paths, the value given and what is allowed.
+
+    ``model`` is the type that was validated (for the keys allowed next to an unknown key).
+    """
     problems = []
     for e in err.errors():
         path = prefix
@@ -72,11 +139,19 @@ def problems_from_validation_error(err: ValidationError, prefix: str) -> list[Pr
                 path += f".{part}" if path else str(part)
         message = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            message = "unknown key (check its spelling against the README's configuration reference)"
+            key = str(e["loc"][-1])
+            message = unknown_key_message(key, allowed_keys(model, e["loc"][:-1]) if model is not None else [])
         elif e["type"] == "missing":
             message = "required key is missing"
+        elif "input" in e and not _echoed(e["input"], message):
+            message = f"{echo(e['input'])}: {message[:1].lower()}{message[1:]}"
         problems.append(Problem(path, message))
     return problems
+
+
+def _echoed(value: Any, message: str) -> bool:
+    """Whether a message already quotes the value (our own validators do)."""
+    return isinstance(value, (str, int, float)) and (repr(value) in message or f"{value}" in message.split())
 
 
 # ---------------------------------------------------------------- domain types

@@ -20,10 +20,13 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
+
+from components.model import ConfigError, Problem
 
 # (attribute, namespace, key, is an object)
 SECRET_KEYS: tuple[tuple[str, str, str, bool], ...] = (
@@ -75,7 +78,7 @@ def _switch_entry(passwords: dict[str, str], switch_name: str) -> str:
     if switch_name not in passwords:
         raise MissingSecretError(
             f"gpu-lab:switchPasswords has no entry for switch {switch_name!r}; set it with: "
-            f"pulumi config set --secret --path 'switchPasswords.{switch_name}' <password>"
+            f"pulumi config set --secret --path 'gpu-lab:switchPasswords.{switch_name}' <password>"
         )
     return passwords[switch_name]
 
@@ -117,3 +120,42 @@ def check_required_secrets(lab, secrets: LabSecrets) -> None:
             problems.append(str(err))
     if problems:
         raise MissingSecretError("missing secrets:\n  - " + "\n  - ".join(problems))
+
+
+def _is_ciphertext(value: Any) -> bool:
+    """A stack file's encrypted value: `{secure: <ciphertext>}`."""
+    return isinstance(value, Mapping) and set(value) == {"secure"}
+
+
+def plaintext_secret_problems(config: Mapping[str, Any],
+                              is_secret: Optional[Callable[[str], bool]] = None) -> list[Problem]:
+    """Secret keys whose value is plain text, each with the command that stores it encrypted.
+
+    ``config`` maps "ns:key" to values: a stack file's `config:` block (encrypted values are
+    `{secure: ...}`), or, with ``is_secret`` (the engine's own marker), the program's config.
+    The value itself never goes into the message.
+    """
+    problems = []
+    for _, namespace, key, is_object in SECRET_KEYS:
+        full = f"{namespace}:{key}"
+        if full not in config or config[full] is None:
+            continue
+        value = config[full]
+        if is_secret is not None:
+            plain = [] if is_secret(full) else [full]
+        elif is_object and isinstance(value, Mapping) and not _is_ciphertext(value):
+            plain = [f"{full}.{entry}" for entry, v in value.items() if not _is_ciphertext(v)]
+        else:
+            plain = [] if _is_ciphertext(value) else [full]
+        for where in plain:
+            target = f"--path '{where}' <value>" if where != full else f"{full} <value>"
+            problems.append(Problem(where, "is in plain text in the stack file; a credential must be a Pulumi "
+                                           f"secret: delete the line and run `pulumi config set --secret {target}`"))
+    return problems
+
+
+def check_secrets_are_secret(config: Mapping[str, Any], is_secret: Callable[[str], bool]) -> None:
+    """Refuse a credential the engine did not get as a secret (plain text in the stack file)."""
+    problems = plaintext_secret_problems(config, is_secret)
+    if problems:
+        raise ConfigError(problems, source="the stack's secrets")

@@ -14,7 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from tools.mockrun import Run, run_stack
+from components.model import ConfigError
+from tools.mockrun import Run, run_program
+from tools.stackfile import load_stack_config
 
 
 def tree_lines(run: Run) -> list[str]:
@@ -72,9 +74,9 @@ def write_plan(run: Run, out: Path) -> Path:
     return path
 
 
-def run_plan(stack: str, out: Path, quiet: bool = False) -> tuple[Run, float]:
+def run_plan(stack: str, out: Path, quiet: bool = False, stack_file: Path | None = None) -> tuple[Run, float]:
     started = time.perf_counter()
-    run = run_stack(stack)
+    run = run_program(load_stack_config(stack, stack_file), stack=stack)
     elapsed = time.perf_counter() - started
     write_plan(run, out)
     if not quiet:
@@ -86,14 +88,18 @@ def run_plan(stack: str, out: Path, quiet: bool = False) -> tuple[Run, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="lab")
+    parser.add_argument("--stack-file", type=Path, help="read this file instead of Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, help="output directory (default build/<stack>)")
     parser.add_argument("--no-policy", action="store_true", help="skip the policy pack")
     args = parser.parse_args(argv)
     out = args.out or Path("build") / args.stack
     try:
-        run, _ = run_plan(args.stack, out)
+        run, _ = run_plan(args.stack, out, stack_file=args.stack_file)
+    except ConfigError as err:  # the stack file's problems, before the program runs
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except Exception as err:  # the program's own errors (config, secrets) are the user's message
-        if type(err).__name__ == "RunError" or isinstance(err, FileNotFoundError):
+        if type(err).__name__ == "RunError":
             print(f"error: {err}", file=sys.stderr)
             return 2
         raise

@@ -16,11 +16,13 @@ from typing import Any
 import yaml
 
 from components.addons.render import render_files as render_addons
-from components.config import load_lab
+from components.config import gpu_lab_sections, load_lab
+from components.model import ConfigError
 from components.openshift.render import render_files as render_openshift
 from components.switch.render import render_files as render_switch
-from tools.mockrun import PROJECT, Run, run_stack, stack_config
+from tools.mockrun import Run, run_program
 from tools.plan import tidy_numbers, write_plan
+from tools.stackfile import load_stack_config
 
 KUBERNETES_PREFIX = "kubernetes:"
 # Registered by pulumi-kubernetes but not Kubernetes objects themselves: Helm releases and
@@ -29,10 +31,9 @@ KUBERNETES_PREFIX = "kubernetes:"
 NOT_OBJECT_PREFIXES = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:providers:")
 
 
-def rendered_sections(stack: str) -> dict[str, str]:
+def rendered_sections(config: dict[str, Any]) -> dict[str, str]:
     """Each section's files (components/<section>/render.py: render_files(lab))."""
-    config = stack_config(stack)
-    lab = load_lab({k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")})
+    lab = load_lab(gpu_lab_sections(config))
     files: dict[str, str] = {}
     for render_files in (render_openshift, render_switch, render_addons):
         files.update(render_files(lab))
@@ -66,10 +67,11 @@ def _safe(stem: str) -> str:
     return re.sub(r"[^a-z0-9.-]+", "-", stem.lower())
 
 
-def render(stack: str, out: Path) -> list[Path]:
-    run = run_stack(stack)
+def render(stack: str, out: Path, stack_file: Path | None = None) -> list[Path]:
+    config = load_stack_config(stack, stack_file)
+    run = run_program(config, stack=stack)
     written = [write_plan(run, out)]
-    for rel, content in {**rendered_sections(stack), **kubernetes_files(run)}.items():
+    for rel, content in {**rendered_sections(config), **kubernetes_files(run)}.items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
@@ -82,13 +84,14 @@ def render(stack: str, out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="lab")
+    parser.add_argument("--stack-file", type=Path, help="read this file instead of Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     out = args.out or Path("build") / args.stack
     try:
-        written = render(args.stack, out)
+        written = render(args.stack, out, args.stack_file)
     except Exception as err:
-        if type(err).__name__ in ("RunError", "ConfigError") or isinstance(err, FileNotFoundError):
+        if isinstance(err, ConfigError) or type(err).__name__ == "RunError":
             print(f"error: {err}", file=sys.stderr)
             return 2
         raise

@@ -54,12 +54,14 @@ def test_plan_tree_indents_children_under_parents():
     assert len(lines) == len(run.resources)
 
 
-def test_invalid_configuration_exits_2_with_every_problem(monkeypatch, tmp_path, capsys):
-    config = tools.mockrun.stack_config("lab")
-    config["gpu-lab:vsphere"]["vds"]["lacp"] = True
-    config["gpu-lab:vsphere"]["workers"]["sizing"]["cpus"] = 2
-    monkeypatch.setattr(tools.mockrun, "stack_config", lambda stack: config)
-    assert plan.main(["--stack", "lab", "--out", str(tmp_path)]) == 2
+def test_invalid_configuration_exits_2_with_every_problem(tmp_path, capsys):
+    import yaml
+    data = yaml.safe_load((tools.mockrun.REPO / "Pulumi.lab.yaml").read_text())
+    data["config"]["gpu-lab:vsphere"]["vds"]["lacp"] = True
+    data["config"]["gpu-lab:vsphere"]["workers"]["sizing"]["cpus"] = 2
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text(yaml.safe_dump(data))
+    assert plan.main(["--stack-file", str(stack_file), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "vsphere.vds.lacp" in err and "vsphere.workers.sizing.cpus" in err
     assert not (tmp_path / "plan.json").exists()
