@@ -318,7 +318,9 @@ def check(lab: "LabConfig") -> list[Problem]:
             p.append(Problem("openshift.bootstrap",
                              "singleNode: true bootstraps in place; set bootstrap: false (no bootstrap node is used)"))
     elif control < 3:
-        p.append(Problem("openshift.nodes",
+        # Report where the user wrote the control plane: the VMs' names, unless openshift.nodes lists some.
+        written_in_nodes = any(n.platform == "baremetal" and n.role == "control-plane" for _, n in resolved)
+        p.append(Problem("openshift.nodes" if written_in_nodes or lab.vsphere is None else "vsphere.controlPlane.names",
                          f"{control} control-plane node(s); OpenShift needs at least 3 for etcd quorum "
                          "(or opt into a one-node lab with singleNode: true)"))
     if roles.count("bootstrap") > 1:

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from components.model import (
     AddressPlan,
+    AddressRange,
     Cidr,
     HostName,
     InventoryName,
@@ -324,12 +325,7 @@ def check(lab: "LabConfig") -> list[Problem]:
                              f"{vs.bootstrap.management_address} is outside the VM management network {vm_net}"))
 
     vms = planned_vms(vs, with_bootstrap=True)
-    for name in duplicates([v.name for v in vms] + host_names):
-        p.append(Problem("vsphere", f"name {name!r} is used by more than one host or VM; names must be unique"))
-    for mac in duplicates([v.mac for v in vms]):
-        p.append(Problem("vsphere", f"MAC {mac} is given to more than one VM"))
-    for addr in duplicates([v.management_address for v in vms]):
-        p.append(Problem("vsphere", f"management address {addr} is given to more than one VM"))
+    p += _shared_problems(vs, vms, host_names)
     vmk = {h.vmk_address: h.name for h in planned_hosts(vs)}
     for i, v in enumerate(x for x in vms if x.role == "worker"):
         if v.rdma_address in vmk:
@@ -352,6 +348,42 @@ def _ranges(values) -> str:
         else:
             runs.append([v])
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def _vm_key_paths(vs: VsphereConfig) -> list[dict[str, str]]:
+    """Where each VM's name, MAC and management address are written, in planned_vms order."""
+    paths = []
+    if vs.bootstrap is not None:
+        paths.append({"name": "vsphere.bootstrap.name", "mac": "vsphere.bootstrap.mac",
+                      "address": "vsphere.bootstrap.managementAddress"})
+    for key, group in (("controlPlane", vs.control_plane), ("workers", vs.workers)):
+        derived = isinstance(group.management_addresses, AddressRange)
+        for i in range(len(group.names)):
+            paths.append({"name": f"vsphere.{key}.names[{i}]", "mac": f"vsphere.{key}.macs[{i}]",
+                          "address": f"vsphere.{key}.managementAddresses" + (".first" if derived else f"[{i}]")})
+    return paths
+
+
+def _shared_problems(vs: VsphereConfig, vms: list[PlannedVm], host_names: list[str]) -> list[Problem]:
+    """Names, MACs and addresses given twice, reported at the key of each VM that shares one."""
+    problems = []
+    paths = _vm_key_paths(vs)
+    for label, attr, what in (("name", "name", "name"), ("MAC", "mac", "mac"),
+                              ("management address", "management_address", "address")):
+        values = [getattr(v, attr) for v in vms]
+        extra = host_names if attr == "name" else []
+        for value in duplicates(values + extra):
+            holders = [(v.name, paths[i][what]) for i, v in enumerate(vms) if values[i] == value]
+            holders += [(f"host {h}", "vsphere.managementHost" if j == 0 else f"vsphere.workerHosts[{j - 1}].name")
+                        for j, h in enumerate(extra) if h == value]
+            if attr == "name":
+                message = (f"name {value!r} is used by more than one host or VM: "
+                           f"{', '.join(path for _, path in holders)}; names must be unique")
+            else:
+                message = (f"{label} {value} is given to more than one VM: "
+                           f"{', '.join(f'{name} ({path})' for name, path in holders)}; each VM needs its own")
+            problems.append(Problem(holders[-1][1], message))
+    return problems
 
 
 def _sizing_problems(path: str, sizing: Sizing, minimum: dict[str, int], role: str) -> list[Problem]:

@@ -80,7 +80,14 @@ def test_listed_vm_details_that_agree_are_accepted(lab_sections):
 def test_clashes_among_vms_are_left_to_the_vsphere_section(lab_sections):
     lab_sections["vsphere"]["workers"]["macs"] = ["00:50:56:00:00:01"] * 4
     found = problems(lab_sections)
-    assert [path for path, _ in found] == ["vsphere"]
+    assert [path for path, _ in found] == ["vsphere.workers.macs[3]"]
+
+
+def test_too_few_control_plane_vms_reported_where_the_names_are_written(lab_sections):
+    lab_sections["vsphere"]["controlPlane"]["names"] = ["sckubm01", "sckubm02"]
+    found = problems(lab_sections)
+    assert ("vsphere.controlPlane.names", "2 control-plane node(s); OpenShift needs at least 3 for etcd quorum "
+            "(or opt into a one-node lab with singleNode: true)") in found, found
 
 
 def test_single_node_is_an_explicit_opt_in(openshift_sections):

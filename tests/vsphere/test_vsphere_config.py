@@ -80,7 +80,25 @@ def test_wrong_number_of_listed_addresses(lab_sections):
 def test_duplicate_names(lab_sections):
     lab_sections["vsphere"]["workers"]["names"][3] = "sckubm01"
     msg = only(lab_sections, "name 'sckubm01' is used by more than one host or VM")
-    assert msg.startswith("vsphere:")
+    # At the key the user wrote twice, naming every place the name is written.
+    assert msg == ("vsphere.workers.names[3]: name 'sckubm01' is used by more than one host or VM: "
+                   "vsphere.controlPlane.names[0], vsphere.workers.names[3]; names must be unique")
+
+
+def test_duplicate_management_address_names_the_vms_at_their_keys(lab_sections):
+    lab_sections["vsphere"]["bootstrap"]["managementAddress"] = "172.16.7.12"
+    msg = only(lab_sections, "management address 172.16.7.12")
+    assert msg == ("vsphere.controlPlane.managementAddresses.first: management address 172.16.7.12 is given to "
+                   "more than one VM: sckubbs01 (vsphere.bootstrap.managementAddress), sckubm02 "
+                   "(vsphere.controlPlane.managementAddresses.first); each VM needs its own")
+
+
+def test_duplicate_mac_names_the_vms_at_their_keys(lab_sections):
+    lab_sections["vsphere"]["workers"]["macs"] = ["00:50:56:00:00:01", "00:50:56:00:00:02",
+                                                  "00:50:56:00:00:01", "00:50:56:00:00:04"]
+    msg = only(lab_sections, "MAC 00:50:56:00:00:01")
+    assert msg.startswith("vsphere.workers.macs[2]: ") and "sckubw01 (vsphere.workers.macs[0])" in msg \
+        and "sckubw03 (vsphere.workers.macs[2])" in msg
 
 
 def test_duplicate_host_names(lab_sections):
