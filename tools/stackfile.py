@@ -27,6 +27,20 @@ TOP_LEVEL_KEYS = ("config", "secretsprovider", "encryptionsalt", "encryptedkey")
 NAMESPACES = ("gpu-lab", "vsphere", "pulumi", "kubernetes", "command")
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, but a key given twice in one mapping is an error (the engine's parser refuses it too)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in the same mapping; keep one", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def stack_path(stack: str) -> Path:
     return REPO / f"Pulumi.{stack}.yaml"
 
@@ -38,7 +52,7 @@ def read_stack_file(path: Path) -> dict[str, Any]:
         stacks = ", ".join(p.name[len("Pulumi."):-len(".yaml")] for p in sorted(path.parent.glob("Pulumi.*.yaml")))
         raise ConfigError([Problem(name, f"no such stack file; stacks here: {stacks}")], source=name)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
         raise ConfigError([_yaml_problem(name, err)], source=name) from None
     if data is None:
