@@ -8,6 +8,7 @@ cluster and no credentials: every secret key is given a placeholder value that s
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -128,19 +129,22 @@ class LabMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.counter += 1
+        # Made-up ids from the logical name, not the counter: registration order varies between
+        # runs, and these ids flow into other resources' inputs (plan.json must not change).
+        number = int(hashlib.sha256(args.name.encode()).hexdigest()[:4], 16)
         outputs = dict(args.inputs)
         kind = args.typ
         if kind == "vsphere:index/virtualMachine:VirtualMachine":
-            outputs.setdefault("moid", f"vm-{self.counter}")
-            outputs.setdefault("uuid", f"4213{self.counter:04d}-0000-0000-0000-000000000000")
+            outputs.setdefault("moid", f"vm-{number}")
+            outputs.setdefault("uuid", f"4213{number:04x}-0000-0000-0000-000000000000")
         elif kind == "vsphere:index/vnic:Vnic":
             # pulumi-vsphere ids a vmk as "<host id>_<device>"; the device is vSphere's choice.
             return f"{args.inputs.get('host', 'host')}_vmk1", outputs
         elif kind == "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch":
             outputs.setdefault("configVersion", "1")
-            outputs.setdefault("uuid", f"50 1a {self.counter:02x} 00")
+            outputs.setdefault("uuid", f"50 1a {number:04x} 00")
         elif kind == "vsphere:index/distributedPortGroup:DistributedPortGroup":
-            outputs.setdefault("key", f"dvportgroup-{self.counter}")
+            outputs.setdefault("key", f"dvportgroup-{number}")
         elif kind == "command:local:Command" and args.name.endswith("-ignition"):
             # What `openshift-install create ignition-configs` would print, with placeholder content,
             # so the VMs' ignition and the add-ons' kubeconfig are not empty under mocks.

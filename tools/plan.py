@@ -9,10 +9,13 @@ configuration is invalid.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
 from pathlib import Path
+
+import pulumi
 
 from components.model import ConfigError
 from tools.mockrun import Run, run_program
@@ -46,7 +49,31 @@ def tidy_numbers(value):
     return value
 
 
+def describe_assets(value):
+    """Assets and archives by kind, size and sha256 of their content (their repr holds a memory address)."""
+    if isinstance(value, pulumi.asset.AssetArchive):
+        return {"archive": "AssetArchive", "assets": {k: describe_assets(v) for k, v in sorted(value.assets.items())}}
+    if isinstance(value, (pulumi.asset.Asset, pulumi.asset.Archive)):
+        kind = type(value).__name__
+        if isinstance(value, pulumi.asset.StringAsset):
+            content = value.text.encode()
+        elif isinstance(value, (pulumi.asset.FileAsset, pulumi.asset.FileArchive)):
+            content = Path(value.path).read_bytes() if Path(value.path).is_file() else None
+        else:  # remote: the address is what identifies it
+            return {"asset" if isinstance(value, pulumi.asset.Asset) else "archive": kind, "uri": value.uri}
+        described = {"asset" if isinstance(value, pulumi.asset.Asset) else "archive": kind}
+        if content is None:
+            return {**described, "path": str(value.path)}
+        return {**described, "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}
+    if isinstance(value, dict):
+        return {k: describe_assets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [describe_assets(v) for v in value]
+    return value
+
+
 def plan_document(run: Run) -> dict:
+    """What plan.json holds; resources in URN order, so two runs of one stack are byte-identical."""
     urns = {r.urn: r.name for r in run.resources}
     return {
         "stack": run.stack,
@@ -58,19 +85,19 @@ def plan_document(run: Run) -> dict:
                 "urn": r.urn,
                 "parent": urns.get(r.parent_urn),
                 "custom": r.custom,
-                "inputs": tidy_numbers(r.redacted()),
+                "inputs": describe_assets(tidy_numbers(r.redacted())),
                 "secretInputs": r.secret_paths(),
             }
-            for r in run.resources
+            for r in sorted(run.resources, key=lambda r: r.urn)
         ],
-        "outputs": run.outputs,
+        "outputs": describe_assets(run.outputs),
     }
 
 
 def write_plan(run: Run, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "plan.json"
-    path.write_text(json.dumps(plan_document(run), indent=2, sort_keys=False, default=str) + "\n")
+    path.write_text(json.dumps(plan_document(run), indent=2, sort_keys=False) + "\n")
     return path
 
 

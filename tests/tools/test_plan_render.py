@@ -97,3 +97,36 @@ def test_render_leaves_helm_releases_and_remote_manifests_to_plan_json(tmp_path)
 def yaml_kind(path):
     import yaml
     return yaml.safe_load(path.read_text())["kind"]
+
+
+def test_two_plans_in_fresh_processes_are_byte_identical(tmp_path):
+    import subprocess
+    import sys
+
+    outs = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        proc = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "lab", "--out", str(out)],
+                              cwd=tools.mockrun.REPO, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        outs.append(out)
+    for name in ("plan.json", "policy-report.json"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    text = (outs[0] / "plan.json").read_text()
+    assert " object at 0x" not in text
+    urns = [r["urn"] for r in json.loads(text)["resources"]]
+    assert urns == sorted(urns)
+
+
+def test_assets_show_kind_size_and_sha256():
+    import hashlib
+
+    import pulumi
+
+    described = plan.describe_assets({"files": pulumi.asset.AssetArchive({"b": pulumi.asset.StringAsset("xy")}),
+                                      "remote": pulumi.asset.RemoteAsset("https://example.invalid/a")})
+    assert described == {
+        "files": {"archive": "AssetArchive", "assets": {
+            "b": {"asset": "StringAsset", "size": 2, "sha256": hashlib.sha256(b"xy").hexdigest()}}},
+        "remote": {"asset": "RemoteAsset", "uri": "https://example.invalid/a"},
+    }
