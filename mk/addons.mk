@@ -5,9 +5,9 @@ ACCEPTANCE_NS ?= gpu-lab-acceptance
 
 .PHONY: report acceptance-logs
 
-report: ## judge the acceptance jobs' logs against line rate (LOGS=dir, REPORT_ARGS="--nics-per-node 2")
-	@test -n "$(LOGS)" || { echo "usage: make report LOGS=<dir of ib_write_bw / nccl-tests / Horovod logs>"; exit 2; }
-	$(PYTHON) -m tools.report $(LOGS) $(REPORT_ARGS)
+report: ## judge the acceptance jobs' logs against the line rate of STACK's nodes (LOGS=dir, STACK, REPORT_ARGS)
+	@test -n "$(LOGS)" || { echo "usage: make report LOGS=<dir of ib_write_bw / nccl-tests / Horovod logs> [STACK=lab]"; exit 2; }
+	$(PYTHON) -m tools.report $(LOGS) --stack $(STACK) $(REPORT_ARGS)
 
 acceptance-logs: ## save the acceptance jobs' logs from the cluster into LOGS=dir (needs kubectl or oc)
 	@test -n "$(LOGS)" || { echo "usage: make acceptance-logs LOGS=<dir>"; exit 2; }

@@ -1,8 +1,13 @@
 """Fabric acceptance report: read the jobs' logs, judge them against line rate, print a table.
 
-    python -m tools.report LOGS_DIR [--link-gbps 100] [--nics-per-node 1]
+    python -m tools.report LOGS_DIR [--stack lab] [--link-gbps G] [--nics-per-node N]
                                     [--ib-threshold 90] [--nccl-threshold 85] [--min-speedup X]
-    make report LOGS=dir
+    make report LOGS=dir [STACK=lab]
+
+Each node's RDMA NICs come from the stack: one PVRDMA NIC per worker VM on vSphere, one per
+SR-IOV rail (`addons.network.sriov.rails`) on bare metal. No stack key holds the link rate; it
+is the guides' 100GbE ConnectX ports unless --link-gbps says otherwise. Either flag overrides
+the stack.
 
 LOGS_DIR holds the logs as the tools print them (`kubectl logs` of the ib_write_bw client, of
 the NCCL and Horovod MPIJob launchers). Each file is recognised by its content:
@@ -17,8 +22,13 @@ RDMA and TCP runs are told apart by NCCL's own log lines (`Using network IB|Sock
 NCCL_DEBUG=INFO as the jobs set it), else by `rdma`/`tcp` in the file name; with both present
 the report gives the RDMA-over-TCP speed-up.
 
-Exit status: 0 all thresholds met, 1 a measurement below its threshold, 2 a log that cannot be
-read (truncated, malformed) or nothing to judge.
+A share above 100 % of line rate is not a pass but an invalid measurement: the line rate is
+wrong, or NCCL ran its tree algorithm, whose bus bandwidth on two nodes can exceed the link
+(the acceptance jobs set NCCL_ALGO=Ring).
+
+Exit status: 0 all thresholds met; 1 a measurement below its threshold; 2 an invalid run: a
+log that cannot be read (truncated, malformed, empty, or holding no result at all, such as a
+kubectl error saved as a log), a share above 100 %, nothing to judge, or a bad stack.
 """
 
 from __future__ import annotations
@@ -193,7 +203,8 @@ def read_logs(directory: Path) -> tuple[list[object], list[str], list[str]]:
                 raise LogError(f"{path.name}: an MPI job's log without benchmark output; the run failed or the "
                                "log was cut before the first result")
             else:
-                skipped.append(path.name)
+                raise LogError(f"{path.name}: no ib_write_bw, nccl-tests or Horovod result in it (an error "
+                               "message saved as the log?); a log without a result is an invalid run")
         except LogError as err:
             errors.append(str(err))
     return results, errors, skipped
@@ -213,8 +224,14 @@ class Row:
     verdict: str = "info"
 
 
-def _against(value: float, threshold: Optional[float], unit: str) -> tuple[str, str]:
+INVALID = "INVALID"
+LINK_GBPS = 100.0  # the guides' ConnectX-5 ports (100GbE); no stack key holds a link rate
+
+
+def _against(value: float, threshold: Optional[float], unit: str, share: bool = False) -> tuple[str, str]:
     """(threshold text, verdict) of a value judged against an optional minimum."""
+    if share and value > 100:
+        return "<= 100 %", INVALID
     if threshold is None:
         return "-", "info"
     return f">= {threshold:g}{unit}", "PASS" if value >= threshold else "FAIL"
@@ -229,7 +246,7 @@ def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_thresh
         share = 100 * r.average_gbps / link_gbps
         shares.append(share)
         rows.append(Row(f"ib_write_bw {_size(r.size_bytes)} ({r.file})", "rdma", f"{r.average_gbps:.2f} Gb/s",
-                        f"{link_gbps:g} Gb/s link", f"{share:.1f} %", *_against(share, ib_threshold, " %")))
+                        f"{link_gbps:g} Gb/s link", f"{share:.1f} %", *_against(share, ib_threshold, " %", True)))
     for r in (r for r in results if isinstance(r, NcclAllReduce)):
         share = 100 * r.busbw_gbs / node_rate_gbs
         shares.append(share)
@@ -237,7 +254,7 @@ def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_thresh
         threshold = nccl_threshold if r.transport == "rdma" else None
         rows.append(Row(f"NCCL all_reduce busbw {_size(r.size_bytes)} ({r.file})", r.transport,
                         f"{r.busbw_gbs:.2f} GB/s", f"{node_rate_gbs:g} GB/s ({nics_per_node} x {link_gbps:g} Gb/s)",
-                        f"{share:.1f} %", *_against(share, threshold, " %")))
+                        f"{share:.1f} %", *_against(share, threshold, " %", True)))
         if r.wrong:
             rows.append(Row(f"NCCL results check ({r.file})", r.transport, f"{r.wrong} out-of-bounds values",
                             threshold="0 wrong", verdict="FAIL"))
@@ -255,7 +272,8 @@ def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_thresh
                             threshold=threshold, verdict=verdict))
     notes = []
     if any(share > 100 for share in shares):
-        notes.append("a share above 100 % means the line rate is set too low: check --link-gbps and --nics-per-node")
+        notes.append("a share above 100 % of line rate is an invalid measurement: the line rate is wrong (check "
+                     "--stack, --link-gbps, --nics-per-node) or NCCL ran its tree algorithm (run with NCCL_ALGO=Ring)")
     return rows, notes
 
 
@@ -275,27 +293,55 @@ def render_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def stack_nics_per_node(stack: str) -> tuple[int, str]:
+    """(RDMA NICs per GPU node, where that comes from) for a stack's planned nodes."""
+    from components.addons.config import network_mode
+    from components.config import gpu_lab_sections, load_lab
+    from tools.stackfile import load_stack_config
+
+    lab = load_lab(gpu_lab_sections(load_stack_config(stack)))
+    if network_mode(lab) == "sriov":
+        rails = lab.addons.network.sriov.rails
+        return len(rails), f"bare metal, one NIC per SR-IOV rail: {', '.join(r.pf_name for r in rails)}"
+    return 1, "vSphere workers, one PVRDMA NIC each"
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", type=Path, help="directory with the jobs' logs")
-    parser.add_argument("--link-gbps", type=float, default=100.0, help="line rate of one RDMA link (default 100)")
-    parser.add_argument("--nics-per-node", type=int, default=1,
-                        help="RDMA NICs each node's ranks share (default 1, the lab; the DeepOps nodes have 2)")
+    parser.add_argument("--stack", default="lab",
+                        help="read each node's RDMA NICs from Pulumi.<stack>.yaml (default lab; make report: STACK)")
+    parser.add_argument("--link-gbps", type=float, default=None,
+                        help=f"line rate of one RDMA link (default {LINK_GBPS:g}, the guides' ConnectX ports)")
+    parser.add_argument("--nics-per-node", type=int, default=None,
+                        help="RDMA NICs each node's ranks share (default: from the stack)")
     parser.add_argument("--ib-threshold", type=float, default=90.0, help="ib_write_bw %% of link (default 90)")
     parser.add_argument("--nccl-threshold", type=float, default=85.0,
                         help="NCCL RDMA bus bandwidth %% of the node's combined links (default 85)")
     parser.add_argument("--min-speedup", type=float, default=None,
                         help="fail when RDMA is not at least this many times faster than TCP (default: report only)")
     args = parser.parse_args(argv)
-    if args.link_gbps <= 0 or args.nics_per_node < 1:
+    if (args.link_gbps is not None and args.link_gbps <= 0) or (args.nics_per_node is not None
+                                                                and args.nics_per_node < 1):
         parser.error("--link-gbps must be positive and --nics-per-node at least 1")
+    link_gbps = args.link_gbps or LINK_GBPS
+    nics_per_node = args.nics_per_node
+    if nics_per_node is None:
+        try:
+            nics_per_node, source = stack_nics_per_node(args.stack)
+        except Exception as err:  # the stack's own problems, as tools.plan prints them
+            if type(err).__name__ != "ConfigError":
+                raise
+            print(f"report: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"line rate from stack {args.stack!r}: {nics_per_node} x {link_gbps:g} Gb/s per node ({source})")
 
     try:
         results, errors, skipped = read_logs(args.logs)
     except LogError as err:
         print(f"report: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    rows, notes = judge(results, args.link_gbps, args.nics_per_node, args.ib_threshold, args.nccl_threshold,
+    rows, notes = judge(results, link_gbps, nics_per_node, args.ib_threshold, args.nccl_threshold,
                         args.min_speedup)
     if rows:
         print(render_table(rows))
@@ -309,6 +355,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_BAD_INPUT
     if not rows:
         print(f"report: no benchmark logs in {args.logs}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    invalid = [r for r in rows if r.verdict == INVALID]
+    if invalid:
+        print(f"{len(invalid)} measurement(s) above line rate: an invalid run, not a pass", file=sys.stderr)
         return EXIT_BAD_INPUT
     failed = [r for r in rows if r.verdict == "FAIL"]
     if failed:

@@ -179,7 +179,9 @@ def _exported(env: list[dict[str, str]], extra: tuple[str, ...] = ()) -> list[st
 def nccl_job(transport: str, plan: RdmaPlan, nodes: list[str], gpus: int, namespace: str, image: str,
              gpudirect: bool = False) -> dict[str, Any]:
     name = NCCL[transport]
-    env = nccl_env(transport, plan, gpudirect)
+    # Ring: on two nodes NCCL picks its tree algorithm, whose bus bandwidth can exceed the link, so
+    # the figure could not be judged against line rate (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
+    env = [*nccl_env(transport, plan, gpudirect), {"name": "NCCL_ALGO", "value": "Ring"}]
     # 8 B to 2 GB, doubling, one GPU per rank: the table of reference 001.
     program = [ALL_REDUCE_PERF, "-b", "8", "-e", "2G", "-f", "2", "-g", "1"]
     command = mpirun(len(nodes) * gpus, _exported(env), program)

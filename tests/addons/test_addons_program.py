@@ -240,6 +240,9 @@ def test_nccl_runs_differ_only_in_transport(full_run):
         assert command[command.index("-np") + 1] == "4"
         # ranks start over ssh: the transport switch must ride on mpirun -x
         assert f"NCCL_IB_DISABLE={env[t]['NCCL_IB_DISABLE']}" in command
+        # Ring on every rank: tree's bus bandwidth on two nodes can exceed the link (nccl-tests
+        # doc/PERFORMANCE.md), and the report judges the figure against line rate.
+        assert env[t]["NCCL_ALGO"] == "Ring" and "NCCL_ALGO=Ring" in command
         assert command[-9:] == ["/opt/nccl_tests/build/all_reduce_perf", "-b", "8", "-e", "2G", "-f", "2", "-g", "1"]
 
 
