@@ -19,7 +19,7 @@ import pulumi
 
 from components.model import ConfigError
 from tools.mockrun import Run, run_program
-from tools.stackfile import load_stack_config
+from tools.stackfile import load_stack_config, offline_secrets
 
 
 def tree_lines(run: Run) -> list[str]:
@@ -103,7 +103,8 @@ def write_plan(run: Run, out: Path) -> Path:
 
 def run_plan(stack: str, out: Path, quiet: bool = False, stack_file: Path | None = None) -> tuple[Run, float]:
     started = time.perf_counter()
-    run = run_program(load_stack_config(stack, stack_file), stack=stack)
+    config = load_stack_config(stack, stack_file)
+    run = run_program(config, stack=stack, secrets=offline_secrets(config))
     elapsed = time.perf_counter() - started
     write_plan(run, out)
     if not quiet:

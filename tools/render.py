@@ -8,12 +8,14 @@ Kubernetes object the program registers, secrets redacted).
 from __future__ import annotations
 
 import argparse
+import base64
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.runtime import rpc
 
 from components.addons.render import render_files as render_addons
 from components.config import gpu_lab_sections, load_lab
@@ -22,7 +24,7 @@ from components.openshift.render import render_files as render_openshift
 from components.switch.render import render_files as render_switch
 from tools.mockrun import Run, run_program
 from tools.plan import tidy_numbers, write_plan
-from tools.stackfile import load_stack_config
+from tools.stackfile import load_stack_config, offline_secrets
 
 KUBERNETES_PREFIX = "kubernetes:"
 # Registered by pulumi-kubernetes but not Kubernetes objects themselves: Helm releases and
@@ -49,12 +51,31 @@ def kubernetes_manifest(inputs: dict[str, Any], type_token: str) -> dict[str, An
     return manifest
 
 
+REDACTED = "[secret]"
+
+
+def redact_per_key(value: Any, secret: bool = False, base64_leaves: bool = False) -> Any:
+    """Inputs with each secret leaf redacted, keeping the structure (a Secret's keys stay visible).
+
+    A Secret's `data` values must be base64, so theirs are redacted as base64 of the marker.
+    """
+    if rpc.is_rpc_secret(value):
+        return redact_per_key(value["value"], True, base64_leaves)
+    if isinstance(value, dict):
+        return {k: redact_per_key(v, secret, base64_leaves or k == "data") for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_per_key(v, secret, base64_leaves) for v in value]
+    if not secret:
+        return value
+    return base64.b64encode(REDACTED.encode()).decode() if base64_leaves else REDACTED
+
+
 def kubernetes_files(run: Run) -> dict[str, str]:
     files: dict[str, str] = {}
     for r in run.resources:
         if not r.type.startswith(KUBERNETES_PREFIX) or r.type.startswith(NOT_OBJECT_PREFIXES):
             continue
-        manifest = kubernetes_manifest(tidy_numbers(r.redacted()), r.type)
+        manifest = kubernetes_manifest(tidy_numbers(redact_per_key(r.inputs)), r.type)
         kind = manifest["kind"].lower()
         name = (manifest.get("metadata") or {}).get("name") or r.name
         namespace = (manifest.get("metadata") or {}).get("namespace")
@@ -69,7 +90,7 @@ def _safe(stem: str) -> str:
 
 def render(stack: str, out: Path, stack_file: Path | None = None) -> list[Path]:
     config = load_stack_config(stack, stack_file)
-    run = run_program(config, stack=stack)
+    run = run_program(config, stack=stack, secrets=offline_secrets(config))
     written = [write_plan(run, out)]
     for rel, content in {**rendered_sections(config), **kubernetes_files(run)}.items():
         path = out / rel

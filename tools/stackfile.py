@@ -9,6 +9,9 @@ is listed at once, before the program is run under mocks.
 
 from __future__ import annotations
 
+import base64
+import io
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +111,24 @@ def _yaml_problem(name: str, err: yaml.YAMLError) -> Problem:
         what += " (YAML indents with spaces, never tabs)"
     where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
     return Problem(where, f"not valid YAML: {what}")
+
+
+def offline_secrets(config: dict[str, Any]) -> dict[str, Any]:
+    """A placeholder for every secret, in the form the program parses, so any stack runs offline.
+
+    The Bitfusion client token is a base64 tar archive of the files the program unpacks; its
+    placeholder is such an archive (fixed timestamps, so plans stay byte-identical).
+    """
+    from components.addons.bitfusion import TOKEN_FILES
+    from tools.mockrun import PLACEHOLDER, placeholder_secrets
+
+    secrets = placeholder_secrets(config)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in TOKEN_FILES:
+            content = f"{PLACEHOLDER}\n".encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(content), 0, 0o600
+            tar.addfile(info, io.BytesIO(content))
+    secrets["gpu-lab:bitfusionClientToken"] = base64.b64encode(buffer.getvalue()).decode()
+    return secrets

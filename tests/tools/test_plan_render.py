@@ -130,3 +130,37 @@ def test_assets_show_kind_size_and_sha256():
             "b": {"asset": "StringAsset", "size": 2, "sha256": hashlib.sha256(b"xy").hexdigest()}}},
         "remote": {"asset": "RemoteAsset", "uri": "https://example.invalid/a"},
     }
+
+
+def bitfusion_stack(tmp_path):
+    text = (tools.mockrun.REPO / "Pulumi.lab.yaml").read_text()
+    old = "    bitfusion: {enabled: false}"
+    assert old in text
+    path = tmp_path / "Pulumi.bitfusion.yaml"
+    path.write_text(text.replace(old, "    bitfusion: {enabled: true, clientImage: registry.lab.local:5000/bf:1}"))
+    return path
+
+
+@pytest.mark.parametrize("stack", ["lab", "openshift", "bitfusion"])
+def test_render_works_offline_for_every_stack_and_secrets_keep_their_keys(stack, tmp_path):
+    import kubernetes_validate
+    import yaml
+
+    # Kubernetes 1.33: OpenShift 4.20's (as tests/addons/test_addons_schema.py).
+    args = ["--stack-file", str(bitfusion_stack(tmp_path))] if stack == "bitfusion" else ["--stack", stack]
+    out = tmp_path / "out"
+    assert render.main([*args, "--out", str(out)]) == 0
+    secrets = [yaml.safe_load(p.read_text()) for p in (out / "kubernetes").glob("secret-*.yaml")] \
+        if (out / "kubernetes").is_dir() else []
+    if stack == "openshift":
+        return  # no add-ons on the bare-metal example
+    assert secrets
+    for manifest in secrets:
+        kubernetes_validate.validate(manifest, "1.33", strict=True)
+        body = manifest.get("stringData") or manifest.get("data")
+        assert isinstance(body, dict) and body, manifest
+        assert PLACEHOLDER not in yaml.safe_dump(manifest)
+    if stack == "bitfusion":
+        token = next(m for m in secrets if m["metadata"]["name"] == "bitfusion-secret")
+        assert set(token["stringData"]) == {"ca.crt", "client.yaml", "servers.conf"}
+        assert set(token["stringData"].values()) == {"[secret]"}
