@@ -19,7 +19,7 @@ $(VENV)/.installed: requirements.lock
 
 setup: $(VENV)/.installed ## virtualenv with the locked dependencies
 
-test: setup ## the whole test suite (installs the test tools first)
+test: setup ## every test; installs the Debian test tools (root or sudo) and vcsim; skips the engine test without setup-pulumi
 	bash scripts/install-test-tools.sh
 	$(PYTHON) -m pytest -q
 

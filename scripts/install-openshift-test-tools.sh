@@ -4,7 +4,8 @@
 # grub-script-check (grub-common), dig (bind9-dnsutils, for people debugging), openssl (the
 # TLS health-check targets and the CSR script), and dnspython in the project venv.
 # Debian packages only; the tests start the daemons they need on loopback themselves.
-# Idempotent: nothing is installed when every tool is already there.
+# Idempotent: nothing is installed when every tool is already there. Installing needs root or
+# sudo (apt-get); without apt-get it names the packages and stops.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,9 +31,17 @@ for tool in "${!PACKAGES[@]}"; do
 done
 
 if ((${#missing[@]})); then
-    echo "install-openshift-test-tools: installing ${missing[*]}"
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "install-openshift-test-tools: missing ${missing[*]} (Debian package names); this host has no" \
+             "apt-get: install them with its package manager, then rerun" >&2
+        exit 2
+    fi
     SUDO=""
-    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+    if [[ $(id -u) -ne 0 ]]; then
+        command -v sudo >/dev/null 2>&1 || { echo "install-openshift-test-tools: installing ${missing[*]} needs root" >&2; exit 2; }
+        SUDO="sudo"
+    fi
+    echo "install-openshift-test-tools: installing ${missing[*]}${SUDO:+ with sudo (root needed)}"
     $SUDO apt-get update -q
     # dnsmasq-base has no service; haproxy's packaged config has no listener
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
-# Debian packages the switch tests need: OpenSSH's server and client for the end-to-end test
-# (tests/switch/test_switch_ssh.py starts its own sshd on a 127.0.0.1 port; the system service is
-# not started or enabled here). Idempotent: installs only what is missing, through apt-get.
+# OpenSSH's server and client for the switch end-to-end test (tests/switch/test_switch_ssh.py
+# starts its own sshd on a 127.0.0.1 port; the system service is not started or enabled here).
+# Checks for the tools themselves; installs what is missing with apt-get, which needs root or
+# sudo; without apt-get it names the packages and stops. Idempotent.
 set -euo pipefail
 
-PACKAGES=(openssh-server openssh-client)
+declare -A PACKAGES=([sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client)
 
 missing=()
-for pkg in "${PACKAGES[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("${pkg}")
+for tool in "${!PACKAGES[@]}"; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [[ ! -x "/usr/sbin/$tool" ]]; then
+        [[ " ${missing[*]-} " == *" ${PACKAGES[$tool]} "* ]] || missing+=("${PACKAGES[$tool]}")
     fi
 done
 
 if ((${#missing[@]} == 0)); then
-    echo "install-switch-test-tools: ${PACKAGES[*]} already installed"
+    echo "install-switch-test-tools: sshd, ssh and ssh-keygen present"
     exit 0
 fi
-
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-switch-test-tools: missing ${missing[*]} (Debian package names); this host has no apt-get:" \
+         "install them with its package manager, then rerun" >&2
+    exit 2
+fi
 SUDO=""
 if [[ "$(id -u)" != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "install-switch-test-tools: installing ${missing[*]} needs root" >&2; exit 2; }
     SUDO="sudo"
 fi
-echo "install-switch-test-tools: installing ${missing[*]} ..."
+echo "install-switch-test-tools: installing ${missing[*]}${SUDO:+ with sudo (root needed)} ..."
 ${SUDO} apt-get update -qq
 # The package may start the system sshd on a full system; the tests never use it.
 DEBIAN_FRONTEND=noninteractive ${SUDO} apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,17 +1,45 @@
 #!/usr/bin/env bash
-# Everything the test suite needs beyond the Python lock: Debian packages and Go tools.
+# The tools the test suite needs beyond the Python lock: Debian packages and vcsim (Go).
+# Checks for each tool itself (command -v), not for a package; installs only what is missing.
+# Installing needs root, or sudo for apt-get; without apt-get it lists what to install and stops.
 # Idempotent; a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(haproxy dnsmasq-base openssh-server openssh-client bind9-dnsutils)
+# tool -> Debian package (sshd and dnsmasq/haproxy live in /usr/sbin, off a non-login PATH)
+declare -A PACKAGES=(
+    [haproxy]=haproxy
+    [dnsmasq]=dnsmasq-base
+    [sshd]=openssh-server
+    [ssh]=openssh-client
+    [dig]=bind9-dnsutils
+    [shellcheck]=shellcheck
+)
+
 missing=()
-for pkg in "${DEBIAN_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+for tool in "${!PACKAGES[@]}"; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [[ ! -x "/usr/sbin/$tool" ]]; then
+        missing+=("${PACKAGES[$tool]}")
+    fi
 done
+
 if ((${#missing[@]})); then
-    echo "installing Debian packages: ${missing[*]}"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "install-test-tools: missing ${missing[*]} (Debian package names); this host has no apt-get:" \
+             "install them with its package manager, then rerun" >&2
+        exit 2
+    fi
+    SUDO=""
+    if [[ "$(id -u)" -ne 0 ]]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "install-test-tools: installing ${missing[*]} needs root; run as root or install sudo" >&2
+            exit 2
+        fi
+        SUDO=sudo
+        echo "install-test-tools: installing ${missing[*]} with sudo apt-get (root needed)"
+    else
+        echo "install-test-tools: installing ${missing[*]}"
+    fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -1,6 +1,7 @@
 """Shared fixtures: the repository on sys.path and the stacks' raw configuration."""
 
 import copy
+import os
 import sys
 from pathlib import Path
 
@@ -27,3 +28,20 @@ def lab_config() -> dict:
 @pytest.fixture
 def lab_sections(lab_config) -> dict:
     return sections_of(lab_config)
+
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI=true nothing may skip: a missing tool, engine or data set fails with the skip's reason.
+
+    Locally a skip stays a skip, and `-rs` (pytest.ini) prints why.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"CI=true: this test may not be skipped here ({reason})"
