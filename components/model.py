@@ -143,7 +143,8 @@ def problems_from_validation_error(err: ValidationError, prefix: str, model: Any
             message = unknown_key_message(key, allowed_keys(model, e["loc"][:-1]) if model is not None else [])
         elif e["type"] == "missing":
             message = "required key is missing"
-        elif "input" in e and not _echoed(e["input"], message):
+        elif e["type"] != "value_error" and "input" in e and not _echoed(e["input"], message):
+            # pydantic's own checks do not say what they got; ours (value_error) word their message
             message = f"{echo(e['input'])}: {message[:1].lower()}{message[1:]}"
         problems.append(Problem(path, message))
     return problems
