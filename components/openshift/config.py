@@ -31,8 +31,27 @@ NodeRole = Literal["bootstrap", "control-plane", "worker"]
 # The name openshift-install gives each role's ignition file.
 IGNITION_NAME = {"bootstrap": "bootstrap", "control-plane": "master", "worker": "worker"}
 
-# OVN-Kubernetes keeps these for itself (join switch and transit switch subnets).
-OVN_RESERVED = (ipaddress.IPv4Network("100.64.0.0/16"), ipaddress.IPv4Network("100.88.0.0/16"))
+# The openshift-install source the installer rules below mirror (openshift/installer, master of
+# 2025-05-13, the 4.20 development line); each rule names the file and function it follows.
+INSTALLER_COMMIT = "7ad0e35651d59acc86772481d79ea17241f3ecd7"
+
+# OVN-Kubernetes keeps these IPv4 subnets for itself; openshift-install refuses a cluster, service
+# or machine network that overlaps one (pkg/validate/validate.go, OVNIPv4*Subnet;
+# pkg/types/validation/installconfig.go, validateNetworkNotOverlapDefaultOVNSubnets).
+OVN_RESERVED = {
+    "join": ipaddress.IPv4Network("100.64.0.0/16"),
+    "transit": ipaddress.IPv4Network("100.88.0.0/16"),
+    "masquerade": ipaddress.IPv4Network("169.254.0.0/17"),
+}
+
+# metadata.name: a DNS label less the 9 characters "\052.apps" takes in DNS records
+# (pkg/validate/validate.go, ClusterName).
+CLUSTER_NAME_MAX = 63 - 9
+# A DNS-1123 subdomain, which the cluster domain (name.baseDomain) must be (pkg/validate/validate.go,
+# DomainName; installconfig.go, ValidateInstallConfig).
+DOMAIN_MAX = 253
+# The shortest IPv4 service network prefix (pkg/validate/validate.go, ServiceSubnetCIDR).
+SERVICE_PREFIX_MIN = 12
 
 Domain = pattern_type(
     r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
@@ -366,6 +385,8 @@ def check(lab: "LabConfig") -> list[Problem]:
                              f"{node.address} of node {node.name} is outside the machine network(s) "
                              f"{', '.join(map(str, machine))}; every node must be on one"))
 
+    p += _installer_name_problems(oc)
+    p += _network_type_problems(oc)
     p += _network_problems(lab, sum(1 for r in roles if r != "bootstrap"))
     p += _helper_problems(oc, {n.address for _, n in resolved})
 
@@ -433,33 +454,70 @@ def _network_problems(lab: "LabConfig", node_count: int) -> list[Problem]:
     service = ipaddress.IPv4Network(nets.service_network)
     named = [(f"{base}.clusterNetwork.cidr", cluster), (f"{base}.serviceNetwork", service)]
     named += [(f"{base}.machineNetwork[{i}]", ipaddress.IPv4Network(c)) for i, c in enumerate(nets.machine_network)]
+    installer_checked = list(named)  # what install-config carries; the RDMA network is ours alone
     if lab.vsphere is not None:
         named.append(("vsphere.networks.rdma.cidr", ipaddress.IPv4Network(lab.vsphere.networks.rdma.cidr)))
     p: list[Problem] = []
+    for path, net in installer_checked:
+        # openshift-install: "address must be specified" (pkg/validate/validate.go, SubnetCIDR)
+        if net.network_address.is_unspecified:
+            p.append(Problem(path, f"{net} starts at 0.0.0.0, which openshift-install refuses; give a real network"))
     for i, (path_a, a) in enumerate(named):
         for path_b, b in named[i + 1:]:
             if a.overlaps(b):
                 p.append(Problem(path_b, f"{b} overlaps {a} ({path_a}); cluster, service, machine and RDMA "
                                          "networks must not share addresses"))
     if oc.network_type == "OVNKubernetes":
-        for path, net in named[:2 + len(nets.machine_network)]:
-            for reserved in OVN_RESERVED:
+        for path, net in installer_checked:
+            for kind, reserved in OVN_RESERVED.items():
                 if net.overlaps(reserved):
-                    p.append(Problem(path, f"{net} overlaps {reserved}, which OVN-Kubernetes uses internally"))
+                    p.append(Problem(path, f"{net} overlaps {reserved}, the {kind} subnet OVN-Kubernetes uses "
+                                           "internally; openshift-install refuses it, pick another range"))
+    if service.prefixlen < SERVICE_PREFIX_MIN:
+        p.append(Problem(f"{base}.serviceNetwork",
+                         f"{service} is /{service.prefixlen}; openshift-install needs /{SERVICE_PREFIX_MIN} "
+                         "or longer for the IPv4 service network (/16 is usual)"))
 
     prefix = nets.cluster_network.host_prefix
-    if prefix <= cluster.prefixlen:
+    if prefix < cluster.prefixlen:
         p.append(Problem(f"{base}.clusterNetwork.hostPrefix",
-                         f"/{prefix} must be longer than the cluster network's /{cluster.prefixlen}"))
+                         f"/{prefix} is shorter than the cluster network's /{cluster.prefixlen}; "
+                         f"allowed: /{cluster.prefixlen} to /30"))
     else:
         capacity = 2 ** (prefix - cluster.prefixlen)
         if capacity < node_count:
             p.append(Problem(f"{base}.clusterNetwork.hostPrefix",
-                             f"/{prefix} in {cluster} gives {capacity} node subnets for {node_count} nodes; "
+                             f"/{prefix} in {cluster} gives {capacity} node subnet(s) for {node_count} nodes; "
                              "use a shorter hostPrefix or a bigger cluster network"))
     if nets.gateway is not None and not any(nets.gateway in ipaddress.IPv4Network(c) for c in nets.machine_network):
         p.append(Problem(f"{base}.gateway", f"{nets.gateway} is outside the machine network(s)"))
     return p
+
+
+def _installer_name_problems(oc: OpenShiftConfig) -> list[Problem]:
+    """metadata.name and baseDomain as openshift-install checks them (ValidateInstallConfig)."""
+    p: list[Problem] = []
+    name = oc.cluster_name
+    if len(name) > CLUSTER_NAME_MAX:
+        p.append(Problem("openshift.clusterName",
+                         f"{name!r} is {len(name)} characters; openshift-install allows at most {CLUSTER_NAME_MAX} "
+                         "(a DNS label less the 9 of '*.apps' in DNS records)"))
+    domain = f"{name}.{oc.base_domain}"
+    if len(domain) > DOMAIN_MAX:
+        p.append(Problem("openshift.baseDomain",
+                         f"the cluster domain {domain!r} is {len(domain)} characters; openshift-install allows "
+                         f"at most {DOMAIN_MAX} for clusterName.baseDomain"))
+    return p
+
+
+def _network_type_problems(oc: OpenShiftConfig) -> list[Problem]:
+    # openshift-install refuses OpenShiftSDN since 4.15, when it stopped being an install-time
+    # option (pkg/types/validation/installconfig.go, validateNetworking).
+    if oc.network_type == "OpenShiftSDN":
+        return [Problem("openshift.networkType",
+                        "'OpenShiftSDN' is not installable since OpenShift 4.15 (openshift-install refuses it); "
+                        "allowed: OVNKubernetes")]
+    return []
 
 
 def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) -> list[Problem]:
