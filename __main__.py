@@ -10,7 +10,7 @@ from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import SECTIONS, load_lab
 from components.model import ConfigError
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
-from components.secrets import MissingSecretError, check_required_secrets, load_secrets
+from components.secrets import MissingSecretError, check_required_secrets, check_secret_formats, load_secrets
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
@@ -22,6 +22,7 @@ def main() -> None:
         lab = load_lab({section: config.get_object(section) for section in SECTIONS})
         secrets = load_secrets()
         check_required_secrets(lab, secrets)
+        check_secret_formats(lab)
     except (ConfigError, MissingSecretError) as err:
         raise pulumi.RunError(str(err)) from None
 

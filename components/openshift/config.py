@@ -13,7 +13,11 @@ resolved node list every renderer and the component use.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
+import json
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal, Optional
 from urllib.parse import urlsplit
@@ -531,3 +535,66 @@ def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) ->
         p.append(Problem("openshift.helper.httpPort",
                          f"{helper.http_port} is a load-balancer port on the same address; use another, e.g. 8080"))
     return p
+
+
+# ---------------------------------------------------------------- secrets openshift-install reads
+
+# Key algorithms golang.org/x/crypto/ssh parses, which openshift-install uses for sshKey
+# (pkg/validate/validate.go, SSHPublicKey -> ssh.ParseAuthorizedKey).
+SSH_KEY_TYPES = frozenset({
+    "ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+})
+
+
+def pull_secret_problems(value: str, path: str = "gpu-lab:pullSecret") -> list[Problem]:
+    """openshift-install's pull secret rule (pkg/validate/validate.go, ImagePullSecret): JSON with a
+    non-empty "auths" object whose every registry has "auth" or "credsStore". Messages never
+    quote the value: it is a secret, and openshift-install would print it whole."""
+    try:
+        doc = json.loads(value)
+    except ValueError as err:
+        return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give the pull secret file "
+                              "from console.redhat.com as it is")]
+    auths = doc.get("auths") if isinstance(doc, dict) else None
+    if not isinstance(auths, dict) or not auths:
+        return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
+    return [Problem(path, f'registry {registry!r} needs "auth" or "credsStore"')
+            for registry, entry in auths.items()
+            if not isinstance(entry, dict) or not ({"auth", "credsStore"} & set(entry))]
+
+
+def ssh_key_problems(value: str, path: str = "gpu-lab:sshPublicKey") -> list[Problem]:
+    """Each authorized_keys line must be a public key openshift-install can parse (pkg/validate/
+    validate.go, SSHPublicKey): "<type> <base64 blob> [comment]", the blob naming the same type."""
+    lines = [line.strip() for line in value.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if not lines:
+        return [Problem(path, "is empty; give an OpenSSH public key line like 'ssh-ed25519 AAAA... user@host'")]
+    problems = []
+    for number, line in enumerate(lines, 1):
+        reason = _ssh_key_line_problem(line)
+        if reason:
+            problems.append(Problem(path, f"line {number}: {reason}; give an OpenSSH public key line like "
+                                          "'ssh-ed25519 AAAA... user@host' (the .pub file, not the private key)"))
+    return problems
+
+
+def _ssh_key_line_problem(line: str) -> Optional[str]:
+    words = line.split()
+    # An options field may come first (authorized_keys format); the key type follows it.
+    start = next((i for i, w in enumerate(words) if w in SSH_KEY_TYPES), None)
+    if start is None:
+        return f"no key type of {', '.join(sorted(SSH_KEY_TYPES))}"
+    if start + 1 >= len(words):
+        return f"{words[start]} without its key data"
+    try:
+        blob = base64.b64decode(words[start + 1], validate=True)
+    except (binascii.Error, ValueError):
+        return f"the {words[start]} key data is not base64"
+    if len(blob) < 4:
+        return "the key data is truncated"
+    (length,) = struct.unpack(">I", blob[:4])
+    if blob[4:4 + length].decode("ascii", "replace") != words[start]:
+        return f"the key data is not a {words[start]} key"
+    return None

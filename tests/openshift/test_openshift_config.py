@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from components.config import load_lab
 from components.model import ConfigError
-from components.openshift.config import plan
+from components.openshift.config import plan, pull_secret_problems, ssh_key_problems
 
 
 def problems(raw: dict) -> list[tuple[str, str]]:
@@ -302,3 +302,43 @@ def test_installer_limits_accept_their_boundaries(openshift_sections):
     oc.update(singleNode=True, bootstrap=False)
     oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/23", "hostPrefix": 23})
     assert load_lab(openshift_sections).openshift.networks.cluster_network.host_prefix == 23
+
+
+# openshift/installer pkg/validate/validate.go, ImagePullSecret: JSON, non-empty "auths", each
+# registry with "auth" or "credsStore".
+@pytest.mark.parametrize("value, fragment", [
+    ("not json", "is not JSON"),
+    ("[]", 'needs a non-empty "auths" object'),
+    ('{"auths": {}}', 'needs a non-empty "auths" object'),
+    ('{"auths": {"quay.io": {"email": "a@b"}}}', "registry 'quay.io' needs \"auth\" or \"credsStore\""),
+])
+def test_pull_secret_rule_of_openshift_install(value, fragment):
+    found = pull_secret_problems(value)
+    assert [p.path for p in found] == ["gpu-lab:pullSecret"] and fragment in found[0].message, found
+
+
+def test_pull_secret_rule_accepts_auth_and_creds_store():
+    assert pull_secret_problems('{"auths": {"quay.io": {"auth": "dXNlcjpwYXNz"}, "r.lab": {"credsStore": "x"}}}') == []
+
+
+ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO core@lab"
+
+
+# openshift/installer pkg/validate/validate.go, SSHPublicKey (golang.org/x/crypto/ssh ParseAuthorizedKey:
+# the base64 blob must parse as a public key).
+@pytest.mark.parametrize("value, fragment", [
+    ("", "is empty"),
+    ("AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD", "no key type"),
+    ("ssh-ed25519", "without its key data"),
+    ("ssh-ed25519 not*base64", "not base64"),
+    (ED25519.replace("ssh-ed25519", "ssh-rsa", 1), "not a ssh-rsa key"),
+    (ED25519 + "\nssh-ed25519 AAAA", "line 2: the key data is truncated"),
+])
+def test_ssh_key_rule_of_openshift_install(value, fragment):
+    found = ssh_key_problems(value)
+    assert found and all(p.path == "gpu-lab:sshPublicKey" for p in found) and fragment in found[-1].message, found
+
+
+def test_ssh_key_rule_accepts_keys_options_and_comments():
+    assert ssh_key_problems(ED25519) == []
+    assert ssh_key_problems(f'# core\nno-pty,from="10.0.0.1" {ED25519}\n\n{ED25519}\n') == []
