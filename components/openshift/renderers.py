@@ -46,7 +46,8 @@ def control_plane_replicas(plan: ClusterPlan) -> int:
 def compute_replicas(plan: ClusterPlan) -> int:
     """Every worker node, VM or bare metal.
 
-    openshift-install makes the control plane schedulable when compute replicas are 0
+    On platform none openshift-install creates no machines from it (pkg/asset/machines/worker.go),
+    but it makes the control plane schedulable when compute replicas are 0
     (pkg/asset/manifests/scheduler.go) and derives the infrastructure topology from them
     (pkg/asset/manifests/topologies.go). On platform vsphere it would also create a MachineSet
     of that many extra worker VMs (pkg/asset/machines/worker.go); our workers exist already, so
