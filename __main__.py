@@ -10,7 +10,13 @@ from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.model import ConfigError
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
-from components.secrets import MissingSecretError, check_required_secrets, check_secrets_are_secret, load_secrets
+from components.secrets import (
+    MissingSecretError,
+    check_required_secrets,
+    check_secret_formats,
+    check_secrets_are_secret,
+    load_secrets,
+)
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
@@ -23,6 +29,7 @@ def main() -> None:
         lab = load_lab(gpu_lab_sections(config))
         secrets = load_secrets()
         check_required_secrets(lab, secrets)
+        check_secret_formats(lab)
     except (ConfigError, MissingSecretError) as err:
         raise pulumi.RunError(str(err)) from None
 

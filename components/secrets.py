@@ -159,3 +159,23 @@ def check_secrets_are_secret(config: Mapping[str, Any], is_secret: Callable[[str
     problems = plaintext_secret_problems(config, is_secret)
     if problems:
         raise ConfigError(problems, source="the stack's secrets")
+
+
+def check_secret_formats(lab) -> None:
+    """Fail before any resource is registered when a secret a consumer parses is malformed.
+
+    Reads the plain values once, here, and never puts them in a message: openshift-install would
+    echo a rejected pull secret whole into the Command's logged stderr.
+    """
+    from components.openshift.config import pull_secret_problems, ssh_key_problems
+
+    if lab.openshift is None:
+        return
+    config = pulumi.Config("gpu-lab")
+    problems = []
+    for key, rule in (("pullSecret", pull_secret_problems), ("sshPublicKey", ssh_key_problems)):
+        value = config.get(key)
+        if value is not None:
+            problems += rule(value, f"gpu-lab:{key}")
+    if problems:
+        raise ConfigError(problems, "the lab secrets (values not shown)")

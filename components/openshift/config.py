@@ -13,7 +13,11 @@ resolved node list every renderer and the component use.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
+import json
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal, Optional
 from urllib.parse import urlsplit
@@ -31,8 +35,27 @@ NodeRole = Literal["bootstrap", "control-plane", "worker"]
 # The name openshift-install gives each role's ignition file.
 IGNITION_NAME = {"bootstrap": "bootstrap", "control-plane": "master", "worker": "worker"}
 
-# OVN-Kubernetes keeps these for itself (join switch and transit switch subnets).
-OVN_RESERVED = (ipaddress.IPv4Network("100.64.0.0/16"), ipaddress.IPv4Network("100.88.0.0/16"))
+# The openshift-install source the installer rules below mirror (openshift/installer, master of
+# 2025-05-13, the 4.20 development line); each rule names the file and function it follows.
+INSTALLER_COMMIT = "7ad0e35651d59acc86772481d79ea17241f3ecd7"
+
+# OVN-Kubernetes keeps these IPv4 subnets for itself; openshift-install refuses a cluster, service
+# or machine network that overlaps one (pkg/validate/validate.go, OVNIPv4*Subnet;
+# pkg/types/validation/installconfig.go, validateNetworkNotOverlapDefaultOVNSubnets).
+OVN_RESERVED = {
+    "join": ipaddress.IPv4Network("100.64.0.0/16"),
+    "transit": ipaddress.IPv4Network("100.88.0.0/16"),
+    "masquerade": ipaddress.IPv4Network("169.254.0.0/17"),
+}
+
+# metadata.name: a DNS label less the 9 characters "\052.apps" takes in DNS records
+# (pkg/validate/validate.go, ClusterName).
+CLUSTER_NAME_MAX = 63 - 9
+# A DNS-1123 subdomain, which the cluster domain (name.baseDomain) must be (pkg/validate/validate.go,
+# DomainName; installconfig.go, ValidateInstallConfig).
+DOMAIN_MAX = 253
+# The shortest IPv4 service network prefix (pkg/validate/validate.go, ServiceSubnetCIDR).
+SERVICE_PREFIX_MIN = 12
 
 Domain = pattern_type(
     r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
@@ -368,6 +391,8 @@ def check(lab: "LabConfig") -> list[Problem]:
                              f"{node.address} of node {node.name} is outside the machine network(s) "
                              f"{', '.join(map(str, machine))}; every node must be on one"))
 
+    p += _installer_name_problems(oc)
+    p += _network_type_problems(oc)
     p += _network_problems(lab, sum(1 for r in roles if r != "bootstrap"))
     p += _helper_problems(oc, {n.address for _, n in resolved})
 
@@ -435,33 +460,70 @@ def _network_problems(lab: "LabConfig", node_count: int) -> list[Problem]:
     service = ipaddress.IPv4Network(nets.service_network)
     named = [(f"{base}.clusterNetwork.cidr", cluster), (f"{base}.serviceNetwork", service)]
     named += [(f"{base}.machineNetwork[{i}]", ipaddress.IPv4Network(c)) for i, c in enumerate(nets.machine_network)]
+    installer_checked = list(named)  # what install-config carries; the RDMA network is ours alone
     if lab.vsphere is not None:
         named.append(("vsphere.networks.rdma.cidr", ipaddress.IPv4Network(lab.vsphere.networks.rdma.cidr)))
     p: list[Problem] = []
+    for path, net in installer_checked:
+        # openshift-install: "address must be specified" (pkg/validate/validate.go, SubnetCIDR)
+        if net.network_address.is_unspecified:
+            p.append(Problem(path, f"{net} starts at 0.0.0.0, which openshift-install refuses; give a real network"))
     for i, (path_a, a) in enumerate(named):
         for path_b, b in named[i + 1:]:
             if a.overlaps(b):
                 p.append(Problem(path_b, f"{b} overlaps {a} ({path_a}); cluster, service, machine and RDMA "
                                          "networks must not share addresses"))
     if oc.network_type == "OVNKubernetes":
-        for path, net in named[:2 + len(nets.machine_network)]:
-            for reserved in OVN_RESERVED:
+        for path, net in installer_checked:
+            for kind, reserved in OVN_RESERVED.items():
                 if net.overlaps(reserved):
-                    p.append(Problem(path, f"{net} overlaps {reserved}, which OVN-Kubernetes uses internally"))
+                    p.append(Problem(path, f"{net} overlaps {reserved}, the {kind} subnet OVN-Kubernetes uses "
+                                           "internally; openshift-install refuses it, pick another range"))
+    if service.prefixlen < SERVICE_PREFIX_MIN:
+        p.append(Problem(f"{base}.serviceNetwork",
+                         f"{service} is /{service.prefixlen}; openshift-install needs /{SERVICE_PREFIX_MIN} "
+                         "or longer for the IPv4 service network (/16 is usual)"))
 
     prefix = nets.cluster_network.host_prefix
-    if prefix <= cluster.prefixlen:
+    if prefix < cluster.prefixlen:
         p.append(Problem(f"{base}.clusterNetwork.hostPrefix",
-                         f"/{prefix} must be longer than the cluster network's /{cluster.prefixlen}"))
+                         f"/{prefix} is shorter than the cluster network's /{cluster.prefixlen}; "
+                         f"allowed: /{cluster.prefixlen} to /30"))
     else:
         capacity = 2 ** (prefix - cluster.prefixlen)
         if capacity < node_count:
             p.append(Problem(f"{base}.clusterNetwork.hostPrefix",
-                             f"/{prefix} in {cluster} gives {capacity} node subnets for {node_count} nodes; "
+                             f"/{prefix} in {cluster} gives {capacity} node subnet(s) for {node_count} nodes; "
                              "use a shorter hostPrefix or a bigger cluster network"))
     if nets.gateway is not None and not any(nets.gateway in ipaddress.IPv4Network(c) for c in nets.machine_network):
         p.append(Problem(f"{base}.gateway", f"{nets.gateway} is outside the machine network(s)"))
     return p
+
+
+def _installer_name_problems(oc: OpenShiftConfig) -> list[Problem]:
+    """metadata.name and baseDomain as openshift-install checks them (ValidateInstallConfig)."""
+    p: list[Problem] = []
+    name = oc.cluster_name
+    if len(name) > CLUSTER_NAME_MAX:
+        p.append(Problem("openshift.clusterName",
+                         f"{name!r} is {len(name)} characters; openshift-install allows at most {CLUSTER_NAME_MAX} "
+                         "(a DNS label less the 9 of '*.apps' in DNS records)"))
+    domain = f"{name}.{oc.base_domain}"
+    if len(domain) > DOMAIN_MAX:
+        p.append(Problem("openshift.baseDomain",
+                         f"the cluster domain {domain!r} is {len(domain)} characters; openshift-install allows "
+                         f"at most {DOMAIN_MAX} for clusterName.baseDomain"))
+    return p
+
+
+def _network_type_problems(oc: OpenShiftConfig) -> list[Problem]:
+    # openshift-install refuses OpenShiftSDN since 4.15, when it stopped being an install-time
+    # option (pkg/types/validation/installconfig.go, validateNetworking).
+    if oc.network_type == "OpenShiftSDN":
+        return [Problem("openshift.networkType",
+                        "'OpenShiftSDN' is not installable since OpenShift 4.15 (openshift-install refuses it); "
+                        "allowed: OVNKubernetes")]
+    return []
 
 
 def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) -> list[Problem]:
@@ -475,3 +537,66 @@ def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) ->
         p.append(Problem("openshift.helper.httpPort",
                          f"{helper.http_port} is a load-balancer port on the same address; use another, e.g. 8080"))
     return p
+
+
+# ---------------------------------------------------------------- secrets openshift-install reads
+
+# Key algorithms golang.org/x/crypto/ssh parses, which openshift-install uses for sshKey
+# (pkg/validate/validate.go, SSHPublicKey -> ssh.ParseAuthorizedKey).
+SSH_KEY_TYPES = frozenset({
+    "ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+})
+
+
+def pull_secret_problems(value: str, path: str = "gpu-lab:pullSecret") -> list[Problem]:
+    """openshift-install's pull secret rule (pkg/validate/validate.go, ImagePullSecret): JSON with a
+    non-empty "auths" object whose every registry has "auth" or "credsStore". Messages never
+    quote the value: it is a secret, and openshift-install would print it whole."""
+    try:
+        doc = json.loads(value)
+    except ValueError as err:
+        return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give the pull secret file "
+                              "from console.redhat.com as it is")]
+    auths = doc.get("auths") if isinstance(doc, dict) else None
+    if not isinstance(auths, dict) or not auths:
+        return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
+    return [Problem(path, f'registry {registry!r} needs "auth" or "credsStore"')
+            for registry, entry in auths.items()
+            if not isinstance(entry, dict) or not ({"auth", "credsStore"} & set(entry))]
+
+
+def ssh_key_problems(value: str, path: str = "gpu-lab:sshPublicKey") -> list[Problem]:
+    """Each authorized_keys line must be a public key openshift-install can parse (pkg/validate/
+    validate.go, SSHPublicKey): "<type> <base64 blob> [comment]", the blob naming the same type."""
+    lines = [line.strip() for line in value.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if not lines:
+        return [Problem(path, "is empty; give an OpenSSH public key line like 'ssh-ed25519 AAAA... user@host'")]
+    problems = []
+    for number, line in enumerate(lines, 1):
+        reason = _ssh_key_line_problem(line)
+        if reason:
+            problems.append(Problem(path, f"line {number}: {reason}; give an OpenSSH public key line like "
+                                          "'ssh-ed25519 AAAA... user@host' (the .pub file, not the private key)"))
+    return problems
+
+
+def _ssh_key_line_problem(line: str) -> Optional[str]:
+    words = line.split()
+    # An options field may come first (authorized_keys format); the key type follows it.
+    start = next((i for i, w in enumerate(words) if w in SSH_KEY_TYPES), None)
+    if start is None:
+        return f"no key type of {', '.join(sorted(SSH_KEY_TYPES))}"
+    if start + 1 >= len(words):
+        return f"{words[start]} without its key data"
+    try:
+        blob = base64.b64decode(words[start + 1], validate=True)
+    except (binascii.Error, ValueError):
+        return f"the {words[start]} key data is not base64"
+    if len(blob) < 4:
+        return "the key data is truncated"
+    (length,) = struct.unpack(">I", blob[:4])
+    if blob[4:4 + length].decode("ascii", "replace") != words[start]:
+        return f"the key data is not a {words[start]} key"
+    return None

@@ -37,20 +37,39 @@ def sha256(text: str) -> str:
 # ---------------------------------------------------------------- install-config.yaml
 
 
+def control_plane_replicas(plan: ClusterPlan) -> int:
+    """Every control-plane node, VM or bare metal: openshift-install sizes etcd from this
+    (one etcd endpoint per replica, openshift/installer pkg/asset/ignition/bootstrap/common.go)."""
+    return len(plan.of_role("control-plane"))
+
+
+def compute_replicas(plan: ClusterPlan) -> int:
+    """Every worker node, VM or bare metal.
+
+    On platform none openshift-install creates no machines from it (pkg/asset/machines/worker.go),
+    but it makes the control plane schedulable when compute replicas are 0
+    (pkg/asset/manifests/scheduler.go) and derives the infrastructure topology from them
+    (pkg/asset/manifests/topologies.go). On platform vsphere it would also create a MachineSet
+    of that many extra worker VMs (pkg/asset/machines/worker.go); our workers exist already, so
+    there the count stays 0.
+    """
+    if plan.config.platform == "vsphere":
+        return 0
+    return len(plan.of_role("worker"))
+
+
 def render_install_config(
     plan: ClusterPlan, pull_secret: str, ssh_key: str, vcenter_password: Optional[str] = None
 ) -> str:
     """install-config.yaml for `openshift-install create ignition-configs` (UPI)."""
     oc = plan.config
     nets = oc.networks
-    control = len([n for n in oc.nodes if n.role == "control-plane"])
     doc: dict = {
         "apiVersion": "v1",
         "baseDomain": oc.base_domain,
         "metadata": {"name": oc.cluster_name},
-        # Compute machines are user-provisioned: the installer must not try to create any.
-        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0}],
-        "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": control},
+        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": compute_replicas(plan)}],
+        "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": control_plane_replicas(plan)},
         "networking": {
             "networkType": oc.network_type,
             "clusterNetwork": [{"cidr": nets.cluster_network.cidr, "hostPrefix": nets.cluster_network.host_prefix}],

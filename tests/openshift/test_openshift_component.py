@@ -9,6 +9,7 @@ import json
 
 import pulumi
 import pytest
+import yaml
 from openshift_helpers import script_values, sections
 
 from components.config import load_lab
@@ -17,7 +18,7 @@ from components.openshift.config import plan
 from components.openshift.render import render_files
 from components.openshift.renderers import sha256
 from components.secrets import LabSecrets, MissingSecretError
-from tools.mockrun import run_program, run_stack, stack_config
+from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program, run_stack, stack_config
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
 
@@ -80,7 +81,7 @@ def test_ignition_command_reruns_on_install_config_change_and_keeps_it_secret(la
     # a one-way hash, not secret (a secret in triggers breaks pulumi-command's preview)
     assert "triggers" not in cmd.secret_paths()
     assert inputs["triggers"] == [sha256(inputs["stdin"])]
-    assert "pullSecret: <redacted>" in inputs["stdin"]
+    assert yaml.safe_load(inputs["stdin"])["pullSecret"] == FORMATTED_PLACEHOLDERS["gpu-lab:pullSecret"]
     assert inputs["logging"] == "stderr"  # stdout carries ignition and kubeconfig
 
 
@@ -342,6 +343,25 @@ def test_missing_pull_secret_fails_the_program():
     values["gpu-lab:pullSecret"] = None
     with pytest.raises(Exception, match="gpu-lab:pullSecret"):
         run_program(config, stack="openshift", secrets=values)
+
+
+@pytest.mark.parametrize("key, value, fragment", [
+    # openshift/installer pkg/validate/validate.go, ImagePullSecret (JSON, non-empty auths)
+    ("gpu-lab:pullSecret", '{"auths": {}}', 'gpu-lab:pullSecret: needs a non-empty "auths" object'),
+    # openshift/installer pkg/validate/validate.go, SSHPublicKey
+    ("gpu-lab:sshPublicKey", "-----BEGIN OPENSSH PRIVATE KEY----- c2VjcmV0", "gpu-lab:sshPublicKey: line 1: no key type"),
+])
+def test_malformed_install_config_secret_stops_the_program_without_showing_it(key, value, fragment):
+    # openshift-install would reject it and print the value whole into the Command's logged stderr.
+    config = copy.deepcopy(stack_config("openshift"))
+    from tools.mockrun import placeholder_secrets
+
+    values = placeholder_secrets(config)
+    values[key] = value
+    with pytest.raises(Exception, match="values not shown") as err:
+        run_program(config, stack="openshift", secrets=values)
+    assert fragment in str(err.value)
+    assert value not in str(err.value) and "c2VjcmV0" not in str(err.value)
 
 
 def test_whole_lab_runs_once_mocks_give_the_ignition_step_its_stdout(monkeypatch):

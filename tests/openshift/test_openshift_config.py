@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from components.config import load_lab
 from components.model import ConfigError
-from components.openshift.config import plan
+from components.openshift.config import plan, pull_secret_problems, ssh_key_problems
 
 
 def problems(raw: dict) -> list[tuple[str, str]]:
@@ -131,12 +131,12 @@ GUIDE_CASES = {
     "OVN internal range": (
         lambda oc: oc["networks"].update(serviceNetwork="100.64.0.0/16"), "openshift.networks.serviceNetwork",
         "OVN-Kubernetes uses internally"),
-    "hostPrefix not longer than the cluster prefix": (
+    "hostPrefix equal to the cluster prefix: one node subnet": (
         lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/14", "hostPrefix": 14}),
-        "openshift.networks.clusterNetwork.hostPrefix", "must be longer"),
+        "openshift.networks.clusterNetwork.hostPrefix", "1 node subnet(s) for 5 nodes"),
     "cluster network too small for the nodes": (
         lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/22", "hostPrefix": 24}),
-        "openshift.networks.clusterNetwork.hostPrefix", "4 node subnets for 5 nodes"),
+        "openshift.networks.clusterNetwork.hostPrefix", "4 node subnet(s) for 5 nodes"),
     "gateway outside the machine network": (
         lambda oc: oc["networks"].update(gateway="10.9.9.1"), "openshift.networks.gateway", "outside"),
     "ingress node that is not a node": (
@@ -235,3 +235,117 @@ def test_every_problem_is_reported_at_once(openshift_sections):
     paths = {p for p, _ in problems(openshift_sections)}
     assert {"openshift.nodes", "openshift.networks.serviceNetwork"} <= paths
     assert len(problems(openshift_sections)) >= 3
+
+
+# ---------------------------------------------------------------- openshift-install's own rules
+# Each case mirrors a check of openshift-install's install-config validation, read at
+# openshift/installer commit 7ad0e35651d59acc86772481d79ea17241f3ecd7 (master, 2025-05-13).
+# (mutation of the guide's stack, key path, part of the message)
+INSTALLER_CASES = {
+    # pkg/validate/validate.go, ClusterName: at most 63 - 9 characters
+    "cluster name longer than 54": (
+        lambda oc: oc.update(clusterName="c" * 55), "openshift.clusterName",
+        "is 55 characters; openshift-install allows at most 54"),
+    # pkg/types/validation/installconfig.go, ValidateInstallConfig: DomainName(ClusterDomain()),
+    # a DNS-1123 subdomain of at most 253 characters
+    "cluster domain longer than 253": (
+        lambda oc: oc.update(baseDomain=".".join(["d" * 60] * 4 + ["ddd"])), "openshift.baseDomain",
+        "is 254 characters; openshift-install allows at most 253"),
+    # pkg/types/validation/installconfig.go, validateNetworking: OpenShiftSDN is refused
+    "OpenShiftSDN": (
+        lambda oc: oc.update(networkType="OpenShiftSDN"), "openshift.networkType",
+        "'OpenShiftSDN' is not installable since OpenShift 4.15 (openshift-install refuses it); allowed: OVNKubernetes"),
+    # pkg/validate/validate.go, ServiceSubnetCIDR: IPv4 service network /12 or longer
+    "service network shorter than /12": (
+        lambda oc: oc["networks"].update(serviceNetwork="172.0.0.0/11"), "openshift.networks.serviceNetwork",
+        "172.0.0.0/11 is /11; openshift-install needs /12 or longer"),
+    # pkg/validate/validate.go, SubnetCIDR: "address must be specified"
+    "machine network at 0.0.0.0": (
+        lambda oc: oc["networks"].update(machineNetwork=["10.33.3.0/24", "0.0.0.0/1"]),
+        "openshift.networks.machineNetwork[1]", "0.0.0.0/1 starts at 0.0.0.0"),
+    # pkg/types/validation/installconfig.go, validateClusterNetwork: hostPrefix not below the
+    # cluster network's prefix
+    "hostPrefix shorter than the cluster prefix": (
+        lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/14", "hostPrefix": 13}),
+        "openshift.networks.clusterNetwork.hostPrefix", "/13 is shorter than the cluster network's /14"),
+    # pkg/types/validation/installconfig.go, validateClusterNetwork / validateServiceNetwork /
+    # validateMachineNetwork: no overlaps among cluster, service and machine networks
+    "cluster network over the machine network": (
+        lambda oc: oc["networks"].update(clusterNetwork={"cidr": "10.33.0.0/16", "hostPrefix": 23}),
+        "openshift.networks.machineNetwork[0]", "10.33.3.0/24 overlaps 10.33.0.0/16"),
+    "two machine networks overlap": (
+        lambda oc: oc["networks"].update(machineNetwork=["10.33.3.0/24", "10.33.0.0/16"]),
+        "openshift.networks.machineNetwork[1]", "10.33.0.0/16 overlaps 10.33.3.0/24"),
+    # pkg/validate/validate.go OVNIPv4JoinSubnet / OVNIPv4TransitSubnet / OVNIPv4MasqueradeSubnet;
+    # installconfig.go, validateNetworkNotOverlapDefaultOVNSubnets
+    "OVN join subnet": (
+        lambda oc: oc["networks"].update(serviceNetwork="100.64.0.0/16"), "openshift.networks.serviceNetwork",
+        "overlaps 100.64.0.0/16, the join subnet OVN-Kubernetes uses internally"),
+    "OVN transit subnet": (
+        lambda oc: oc["networks"].update(clusterNetwork={"cidr": "100.88.0.0/14", "hostPrefix": 23}),
+        "openshift.networks.clusterNetwork.cidr", "the transit subnet"),
+    "OVN masquerade subnet": (
+        lambda oc: oc["networks"].update(machineNetwork=["10.33.3.0/24", "169.254.100.0/24"]),
+        "openshift.networks.machineNetwork[1]", "overlaps 169.254.0.0/17, the masquerade subnet"),
+}
+
+
+@pytest.mark.parametrize("case", INSTALLER_CASES, ids=list(INSTALLER_CASES))
+def test_installer_rules_are_named_before_openshift_install_runs(openshift_sections, case):
+    mutate, path, fragment = INSTALLER_CASES[case]
+    mutate(openshift_sections["openshift"])
+    assert_problem(openshift_sections, path, fragment)
+
+
+def test_installer_limits_accept_their_boundaries(openshift_sections):
+    # ClusterName allows exactly 54 characters; ServiceSubnetCIDR allows /12; validateClusterNetwork
+    # allows hostPrefix equal to the cluster prefix (one node subnet, enough for a one-node lab)
+    # (openshift/installer pkg/validate/validate.go, pkg/types/validation/installconfig.go).
+    oc = openshift_sections["openshift"]
+    oc.update(clusterName="c" * 54)
+    oc["networks"].update(serviceNetwork="172.16.0.0/12")
+    assert load_lab(openshift_sections).openshift.cluster_name == "c" * 54
+    oc["nodes"] = [n for n in oc["nodes"] if n["name"] == "master-0"]
+    oc.update(singleNode=True, bootstrap=False)
+    oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/23", "hostPrefix": 23})
+    assert load_lab(openshift_sections).openshift.networks.cluster_network.host_prefix == 23
+
+
+# openshift/installer pkg/validate/validate.go, ImagePullSecret: JSON, non-empty "auths", each
+# registry with "auth" or "credsStore".
+@pytest.mark.parametrize("value, fragment", [
+    ("not json", "is not JSON"),
+    ("[]", 'needs a non-empty "auths" object'),
+    ('{"auths": {}}', 'needs a non-empty "auths" object'),
+    ('{"auths": {"quay.io": {"email": "a@b"}}}', "registry 'quay.io' needs \"auth\" or \"credsStore\""),
+])
+def test_pull_secret_rule_of_openshift_install(value, fragment):
+    found = pull_secret_problems(value)
+    assert [p.path for p in found] == ["gpu-lab:pullSecret"] and fragment in found[0].message, found
+
+
+def test_pull_secret_rule_accepts_auth_and_creds_store():
+    assert pull_secret_problems('{"auths": {"quay.io": {"auth": "dXNlcjpwYXNz"}, "r.lab": {"credsStore": "x"}}}') == []
+
+
+ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO core@lab"
+
+
+# openshift/installer pkg/validate/validate.go, SSHPublicKey (golang.org/x/crypto/ssh ParseAuthorizedKey:
+# the base64 blob must parse as a public key).
+@pytest.mark.parametrize("value, fragment", [
+    ("", "is empty"),
+    ("AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD", "no key type"),
+    ("ssh-ed25519", "without its key data"),
+    ("ssh-ed25519 not*base64", "not base64"),
+    (ED25519.replace("ssh-ed25519", "ssh-rsa", 1), "not a ssh-rsa key"),
+    (ED25519 + "\nssh-ed25519 AAAA", "line 2: the key data is truncated"),
+])
+def test_ssh_key_rule_of_openshift_install(value, fragment):
+    found = ssh_key_problems(value)
+    assert found and all(p.path == "gpu-lab:sshPublicKey" for p in found) and fragment in found[-1].message, found
+
+
+def test_ssh_key_rule_accepts_keys_options_and_comments():
+    assert ssh_key_problems(ED25519) == []
+    assert ssh_key_problems(f'# core\nno-pty,from="10.0.0.1" {ED25519}\n\n{ED25519}\n') == []

@@ -86,7 +86,7 @@ def test_install_config_carries_the_guide_cluster_and_the_secrets_passed_in():
     doc = yaml.safe_load(render_install_config(guide(), PULL, SSH))
     assert doc["baseDomain"] == "nvidia.com" and doc["metadata"]["name"] == "dgxpod"
     assert doc["controlPlane"] == {"name": "master", "hyperthreading": "Enabled", "replicas": 3}
-    assert doc["compute"][0]["replicas"] == 0  # user-provisioned workers
+    assert doc["compute"] == [{"name": "worker", "hyperthreading": "Enabled", "replicas": 2}]
     assert doc["networking"] == {
         "networkType": "OVNKubernetes",
         "clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
@@ -97,6 +97,35 @@ def test_install_config_carries_the_guide_cluster_and_the_secrets_passed_in():
     assert json.loads(doc["pullSecret"]) == json.loads(PULL)
     assert doc["sshKey"] == SSH
     assert "bootstrapInPlace" not in doc
+
+
+def test_install_config_counts_the_vsphere_vms_as_control_plane_and_compute_replicas():
+    # openshift-install takes controlPlane.replicas as the number of control-plane machines and
+    # sizes etcd from it (openshift/installer pkg/asset/ignition/bootstrap/common.go,
+    # getTemplateData); 0 is refused (pkg/types/validation/installconfig.go, validateControlPlane).
+    # compute replicas of 0 make the control plane schedulable (pkg/asset/manifests/scheduler.go).
+    doc = yaml.safe_load(render_install_config(lab(), PULL, SSH))
+    assert doc["controlPlane"]["replicas"] == 3  # sckubm01-03, VMs of the vsphere section
+    assert doc["compute"][0]["replicas"] == 4  # the four vGPU worker VMs
+
+
+def test_install_config_adds_bare_metal_nodes_to_the_vm_counts():
+    def dgx(raw):
+        raw["openshift"]["nodes"] = [
+            {"name": "dgx-0", "role": "worker", "address": "172.16.7.60", "mac": "0c:42:a1:00:00:60"},
+        ]
+    doc = yaml.safe_load(render_install_config(plan(lab_of("lab", dgx)), PULL, SSH))
+    assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 5)
+
+
+def test_install_config_on_platform_vsphere_leaves_compute_replicas_at_zero():
+    # On platform vsphere openshift-install turns compute replicas into a worker MachineSet that
+    # clones that many more VMs (openshift/installer pkg/asset/machines/worker.go, vsphere case);
+    # our workers exist already.
+    def to_vsphere(raw):
+        raw["openshift"].update(platform="vsphere", vcenter={"server": "sc2vc03.lab.local", "user": "admin@lab"})
+    doc = yaml.safe_load(render_install_config(plan(lab_of("lab", to_vsphere)), PULL, SSH, "vc-pass"))
+    assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 0)
 
 
 def test_install_config_for_vsphere_platform_names_vcenter_and_topology():
