@@ -1,4 +1,4 @@
-"""vSphere Bitfusion: network-attached full or fractional GPUs for the cluster (reference 002).
+"""vSphere Bitfusion: network-attached full or fractional GPUs for the cluster.
 
 The client tokens archive (ca.crt, client.yaml, servers.conf, downloaded from vCenter) becomes
 the `bitfusion-secret`; the Bitfusion device plugin advertises `bitfusion.io/gpu` and its
@@ -48,7 +48,7 @@ CLIENT_BUILDS = {
 
 
 def bitfusion_wrap(command: list[str], gpus: int, fraction: float) -> list[str]:
-    """Run `command` on `gpus` network-attached GPUs, `fraction` of each (reference 002, step 5)."""
+    """Run `command` on `gpus` network-attached GPUs, `fraction` of each (the Bitfusion guide, step 5)."""
     if not command:
         raise ValueError("bitfusion_wrap needs a command to run")
     if gpus < 1:
@@ -118,7 +118,7 @@ def health_job(namespace: str, image: str) -> dict[str, Any]:
 
 
 def benchmark_command(gpus: int) -> list[str]:
-    """reference 002's tf_cnn_benchmarks example."""
+    """the Bitfusion guide's tf_cnn_benchmarks example."""
     return ["python", "benchmarks/scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py",
             "--local_parameter_device=gpu", "--variable_update=replicated", "--model=inception3",
             "--batch_size=32", f"--num_gpus={gpus}", "--use_nccl=false"]

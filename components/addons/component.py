@@ -1,4 +1,4 @@
-"""ClusterAddons: everything installed on the cluster once it runs (issue 5).
+"""ClusterAddons: everything installed on the cluster once it runs.
 
 Order on the cluster: namespaces and secrets, then NFD, the GPU and network operators (Helm
 releases the provider installs), the MPI operator manifest, the RDMA networks, and last the

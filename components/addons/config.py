@@ -1,9 +1,9 @@
 """The `addons` configuration section: what gets installed on the cluster, each part switchable.
 
 Everything is off by default, so a stack without a `gpu-lab:addons` block installs nothing.
-Defaults elsewhere follow the guides: the vGPU guest driver and NLS licensing (reference 000),
-PVRDMA for vSphere workers and the DeepOps SR-IOV rails for bare metal (reference 001), the
-Bitfusion wrapping of jobs (reference 002). Versions live in `versions.py`, not here.
+Defaults elsewhere follow the guides: the vGPU guest driver and NLS licensing,
+PVRDMA for vSphere workers and the DeepOps SR-IOV rails for bare metal, the
+Bitfusion wrapping of jobs. Versions live in `versions.py`, not here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ MIN_NODES = 2
 # PCI ids (vendor, device): the guides' NICs.
 PVRDMA_PCI = ("15ad", "0820")  # VMware paravirtual RDMA function of a vmxnet3/PVRDMA NIC
 CONNECTX5_PF = ("15b3", "1017")  # MT27800 ConnectX-5 physical function
-CONNECTX5_VF = ("15b3", "1018")  # its virtual function (reference 001)
+CONNECTX5_VF = ("15b3", "1018")  # its virtual function
 
 
 class Toggle(Model):
@@ -131,7 +131,7 @@ class JobsConfig(Model):
 class BitfusionConfig(Model):
     enabled: bool = False
     client_image: Optional[str] = Field(
-        default=None, description="image with the Bitfusion client installed (reference 002, step 3)")
+        default=None, description="image with the Bitfusion client installed (the Bitfusion guide, step 3)")
     client_os: Literal["ubuntu18", "ubuntu20", "centos7", "centos8"] = "ubuntu20"
     gpus: int = Field(default=1, ge=1, description="`bitfusion run -n`")
     fraction: float = Field(default=0.5, gt=0, le=1, description="`bitfusion run -p`: share of each GPU")

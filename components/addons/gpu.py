@@ -1,9 +1,9 @@
 """Node Feature Discovery and the NVIDIA GPU operator, with vGPU guest driver and licensing.
 
-On vGPU workers (reference 000) the data-center driver does not load: the GPU operator runs the
+On vGPU workers (the RDG) the data-center driver does not load: the GPU operator runs the
 vGPU guest driver image the user built into a private registry (pulled with `registry_auth`)
 and licenses each guest from a Secret holding `gridd.conf` and, for NLS, the client
-configuration token; the legacy licence server listens on 7070. On bare metal (reference 004)
+configuration token; the legacy licence server listens on 7070. On bare metal
 the operator's own data-center driver is used.
 """
 
@@ -59,7 +59,7 @@ def gpu_operator_values(lab: "LabConfig", openshift: bool) -> dict[str, Any]:
             "licensingConfig": {"secretName": LICENSING_SECRET, "nlsEnabled": gpu.licensing.mode == "nls"},
         })
     if gpu.gpudirect_rdma:
-        # The DeepOps nodes run MOFED on the host (reference 001), so no driver container for it.
+        # The DeepOps nodes run MOFED on the host, so no driver container for it.
         driver["rdma"] = {"enabled": True, "useHostMofed": True}
     return {
         # one NFD per cluster (nfd_source)

@@ -1,9 +1,9 @@
 """Fabric acceptance jobs: prove the GPUs and the RDMA fabric perform, then hand logs to the report.
 
-- nvidia-smi on every GPU worker (reference 004's validation pod, as one Job per node);
-- ib_write_bw server and client on two different workers over the RDMA network (reference 001);
-- NCCL all_reduce_perf across all workers over RDMA, and the same over TCP (reference 001);
-- the TensorFlow/Horovod ResNet-50 MPIJob over RDMA and over TCP (reference 000).
+- nvidia-smi on every GPU worker (the OpenShift guide's validation pod, as one Job per node);
+- ib_write_bw server and client on two different workers over the RDMA network;
+- NCCL all_reduce_perf across all workers over RDMA, and the same over TCP;
+- the TensorFlow/Horovod ResNet-50 MPIJob over RDMA and over TCP.
 
 No pod here is privileged (the guide's MPIJob was): the RDMA device comes from the device
 plugin resource, pinned memory from IPC_LOCK, the network from the Multus annotation.
@@ -93,7 +93,7 @@ def nvidia_smi_job(node: str, namespace: str, image: str) -> dict[str, Any]:
 
 
 def ib_write_bw_command(device: Optional[str], server: Optional[str] = None) -> list[str]:
-    """reference 001's invocation: rdma_cm connection, results in Gb/s; the client names the server."""
+    """the DeepOps RoCE guide's invocation: rdma_cm connection, results in Gb/s; the client names the server."""
     cmd = ["ib_write_bw", "-R"]
     if device:
         cmd += ["-d", device]
@@ -141,7 +141,7 @@ def nccl_env(transport: str, plan: RdmaPlan, gpudirect: bool) -> list[dict[str, 
         "NCCL_DEBUG_SUBSYS": "INIT,NET",
         # Secondary interfaces (net1, net2, ...) are on the RDMA link: TCP runs use it too.
         "NCCL_SOCKET_IFNAME": "net",
-        # GPUDirect RDMA only on ConnectX with the host's peer-memory driver (reference 001).
+        # GPUDirect RDMA only on ConnectX with the host's peer-memory driver.
         "NCCL_NET_GDR_LEVEL": "2" if gpudirect else "0",
     }
     if plan.ib_device:
@@ -182,7 +182,7 @@ def nccl_job(transport: str, plan: RdmaPlan, nodes: list[str], gpus: int, namesp
     # Ring: on two nodes NCCL picks its tree algorithm, whose bus bandwidth can exceed the link, so
     # the figure could not be judged against line rate (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth").
     env = [*nccl_env(transport, plan, gpudirect), {"name": "NCCL_ALGO", "value": "Ring"}]
-    # 8 B to 2 GB, doubling, one GPU per rank: the table of reference 001.
+    # 8 B to 2 GB, doubling, one GPU per rank: the table of the DeepOps RoCE guide.
     program = [ALL_REDUCE_PERF, "-b", "8", "-e", "2G", "-f", "2", "-g", "1"]
     command = mpirun(len(nodes) * gpus, _exported(env), program)
     return mpijob(name, namespace, workers=len(nodes), slots_per_worker=gpus, labels=_labels(name),
@@ -191,7 +191,7 @@ def nccl_job(transport: str, plan: RdmaPlan, nodes: list[str], gpus: int, namesp
 
 
 def tf_cnn_benchmarks_args(batches: int) -> list[str]:
-    """The guide's ResNet-50 run (reference 000), shortened to `batches` steps."""
+    """The guide's ResNet-50 run, shortened to `batches` steps."""
     return ["--model=resnet50", "--batch_size=32", "--variable_update=horovod", "--use_fp16", "--xla=True",
             f"--num_batches={batches}"]
 
@@ -200,7 +200,7 @@ def horovod_job(transport: str, plan: RdmaPlan, nodes: list[str], gpus: int, nam
                 batches: int) -> dict[str, Any]:
     name = HOROVOD[transport]
     env = nccl_env(transport, plan, gpudirect=False)
-    # reference 000: MPI threads off with RDMA, on with TCP.
+    # the RDG: MPI threads off with RDMA, on with TCP.
     env.append({"name": "HOROVOD_MPI_THREADS_DISABLE", "value": "1" if transport == "rdma" else "0"})
     program = ["python", TF_CNN_BENCHMARKS, *tf_cnn_benchmarks_args(batches)]
     command = mpirun(len(nodes) * gpus, _exported(env), program)

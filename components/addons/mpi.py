@@ -1,6 +1,6 @@
 """The Kubeflow MPI operator (MPIJob kubeflow.org/v2beta1) and the MPIJob shape the jobs share.
 
-The guides used v1alpha2 (reference 000) and a Mellanox fork; v2beta1 is what the operator
+The guides used v1alpha2 and a Mellanox fork; v2beta1 is what the operator
 serves today. It ships as one manifest per release, applied server-side by the provider from
 its pinned URL (the CRD is too large for client-side apply).
 """

@@ -4,15 +4,15 @@ Both designs use the NVIDIA network operator for Multus, the CNI plugins and nv-
 NicClusterPolicy no longer ships whereabouts), and give pods:
 - `networks`: the attachments NCCL/Horovod pods name in `k8s.v1.cni.cncf.io/networks`,
 - `static_network`: an attachment with static IPAM, so the ib_write_bw client knows where the
-  server is (rdma_cm needs the peer's address on the RDMA subnet, as in reference 001),
+  server is (rdma_cm needs the peer's address on the RDMA subnet, as in the DeepOps RoCE guide),
 - `resources`: the device plugin resources that bring the RDMA device into the pod.
 
-PVRDMA (reference 000): the operator's own RDMA shared device plugin only runs on nodes with a
+PVRDMA: the operator's own RDMA shared device plugin only runs on nodes with a
 Mellanox NIC (label pci-15b3), which a VM with a VMware PVRDMA function never gets, so the plugin
 runs here as a DaemonSet selecting the PVRDMA function (15ad:0820). Pods reach the RDMA subnet
 through macvlan on the VM's PVRDMA netdev.
 
-SR-IOV (reference 001, DeepOps): 8 VFs per ConnectX-5 port, one network per rail (VLAN 111/112),
+SR-IOV (DeepOps): 8 VFs per ConnectX-5 port, one network per rail (VLAN 111/112),
 RDMA enabled, through the sriov-network-operator the network operator chart bundles.
 """
 

@@ -1,4 +1,4 @@
-"""OpenShiftUpi: the user-provisioned-infrastructure install of reference 004 as resources.
+"""OpenShiftUpi: the user-provisioned-infrastructure install of the OpenShift guide as resources.
 
 1. `<name>-ignition` (local Command): install-config on stdin, `openshift-install create
    ignition-configs` in an install dir the stack owns; ignition files and kubeconfig come back

@@ -1,6 +1,6 @@
 """The `openshift` configuration section: an OpenShift 4 cluster installed the UPI way.
 
-Facts from reference 004 (NVIDIA/Red Hat, OpenShift 4 on bare metal): three control-plane
+Facts from the OpenShift guide (NVIDIA/Red Hat, OpenShift 4 on bare metal): three control-plane
 nodes plus a bootstrap node that goes away once bootstrapping completes, a helper machine that
 serves DNS (dnsmasq), load balancing (HAProxy), HTTP (images, ignition) and PXE, and compute
 nodes that may be bare-metal DGX systems booting UEFI only.

@@ -1,6 +1,6 @@
 """The `switches` configuration section: NVIDIA Spectrum switches configured for RoCE.
 
-Defaults are the DeepOps RoCE guide's (reference 001) on the RDG lab's SN2700 (reference 000):
+Defaults are the DeepOps RoCE guide's on the RDG lab's SN2700:
 ECN on traffic class 3 with absolute thresholds 150 KB / 1500 KB, DSCP trust, jumbo MTU. The
 guide's switch runs ECN only ("lossy"); here PFC on priority 3 (lossless) is the default because
 the lab's hosts enable PFC on that priority, and `pfcMode: lossy` gives the guide's exact setup.
@@ -26,7 +26,7 @@ from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, p
 if TYPE_CHECKING:
     from components.config import LabConfig
 
-# The guide's numbers (reference 001) and the SN2700's shared packet buffer (16 MB).
+# The guide's numbers and the SN2700's shared packet buffer (16 MB).
 DEFAULT_TRAFFIC_CLASS = 3
 DEFAULT_ECN_MIN_KB = 150
 DEFAULT_ECN_MAX_KB = 1500

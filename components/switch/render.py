@@ -114,7 +114,7 @@ def onyx_steps(sw: SwitchConfig) -> list[Step]:
         steps += [
             Step((f"{eth} mtu {roce.mtu} force",), (f"{eth} no mtu",)),
             Step((f"{eth} qos trust {trust}",), (f"{eth} no qos trust",)),
-            # The guide's line (reference 001), with the configured numbers.
+            # The guide's line, with the configured numbers.
             Step((f"{eth} traffic-class {tc} congestion-control ecn minimum-absolute {roce.ecn_min_kb} "
                   f"maximum-absolute {roce.ecn_max_kb}",),
                  (f"{eth} no traffic-class {tc} congestion-control",)),

@@ -1,6 +1,6 @@
 """The `vsphere` configuration section: hosts, networks, the RoCE vDS and the VMs.
 
-Defaults are the NVIDIA RDG for Kubernetes with vGPU and PVRDMA (reference 000): a
+Defaults are the NVIDIA RDG for Kubernetes with vGPU and PVRDMA: a
 management host, identical worker hosts with a ConnectX RoCE uplink each, a
 192.168.0.0/24 RDMA network with jumbo frames, 4 vCPU / 24 GB / 50 GB workers.
 """
@@ -32,7 +32,7 @@ from components.model import (
 if TYPE_CHECKING:
     from components.config import LabConfig
 
-# The guide's minimums (reference 000, "Virtual Machine Configuration").
+# The RDG's minimums ("Virtual Machine Configuration").
 MIN_WORKER = {"cpus": 4, "memoryGb": 24, "diskGb": 50}
 MIN_CONTROL_PLANE = {"cpus": 4, "memoryGb": 16, "diskGb": 50}
 # OpenShift's documented bootstrap minimum.

@@ -85,7 +85,7 @@ class RoceFabric(pulumi.ComponentResource):
         uplinks = uplink_names(len(args.hosts[0].rdma_uplinks))
 
         # LACP stays off and every RDMA port is an uplink of its own: RoCE wants one path per
-        # flow and one NIC per subnet (reference 001), and PVRDMA uses the uplinks directly.
+        # flow and one NIC per subnet, and PVRDMA uses the uplinks directly.
         self.dvs = vsphere.DistributedVirtualSwitch(
             f"{name}-vds",
             name=vs.vds.name,
@@ -132,7 +132,7 @@ class RoceFabric(pulumi.ComponentResource):
             HostFirewallRuleset(f"{prefix}-pvrdma-ruleset", args.vcenter, h.name,
                                 PVRDMA_RULESET, True, opts=host_opts)
             HostGraphicsType(f"{prefix}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE, opts=host_opts)
-            # The ConnectX ports must send RoCE on the priority the switches protect (issue 4).
+            # The ConnectX ports must send RoCE on the priority the switches protect.
             HostModuleOptions(f"{prefix}-connectx-qos", args.vcenter, h.name,
                               CONNECTX_MODULE, module_options, opts=host_opts)
             summary[h.name] = pulumi.Output.all(device=device, address=h.vmk_address).apply(

@@ -41,7 +41,7 @@ HW_SCHEMA = PolicyConfigSchema(properties={
 
 def check_pvrdma_hardware_version(args, report_violation) -> None:
     """VMs with a PVRDMA NIC run virtual hardware version 13 or later. VMware's PVRDMA configuration
-    requirements, which the NVIDIA RDG for vSphere PVRDMA (reference 000) follows: the PVRDMA adapter exists
+    requirements, which the NVIDIA RDG for vSphere PVRDMA follows: the PVRDMA adapter exists
     only from ESXi 6.5 compatibility (hardware 13) on. A VM without hardwareVersion keeps its template's
     version, which only the LabVms component knows (templateHardwareVersion, from the template look-up), so
     the rule judges the VM's own setting when there is one and the template's version otherwise."""
@@ -70,8 +70,7 @@ pvrdma_hardware_version = resource_policy("vsphere-pvrdma-hardware-version", MAN
 
 
 def check_nic_adapter_type(args, report_violation) -> None:
-    """Every VM NIC names an adapter type pulumi-vsphere accepts. The NVIDIA RDG for vSphere PVRDMA
-    (reference 000) gives each worker a PVRDMA adapter, which the provider calls vmxnet3vrdma; any other
+    """Every VM NIC names an adapter type pulumi-vsphere accepts. The NVIDIA RDG for vSphere PVRDMA gives each worker a PVRDMA adapter, which the provider calls vmxnet3vrdma; any other
     spelling (such as vrdma) passes preview while the NIC's network is unknown and then fails every worker
     VM at create, after the switch, vmks and control plane already exist."""
     if args.resource_type != VM:
@@ -146,8 +145,7 @@ def lab_vms(resources: list[Res]) -> list[LabVm]:
 
 
 def check_vgpu_memory_reserved(args, report_violation) -> None:
-    """VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in the RDG
-    (reference 000): vSphere does not power on a VM with a shared PCI (vGPU) device unless its whole memory
+    """VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in the RDG: vSphere does not power on a VM with a shared PCI (vGPU) device unless its whole memory
     is reserved."""
     resources = stack_resources(args)
     vgpu_names = set(_vgpu_profiles(resources))
@@ -190,7 +188,7 @@ _ROLE_KEYS = {"worker": "worker", "control-plane": "controlPlane"}
 
 def check_vm_sizing(args, report_violation) -> None:
     """Workers have at least 4 vCPU, 24 GB memory and a 50 GB disk; control-plane VMs at least 4 vCPU, 16 GB
-    and 50 GB. NVIDIA RDG for vSphere PVRDMA (reference 000) gives these as the starting size for Kubernetes
+    and 50 GB. NVIDIA RDG for vSphere PVRDMA gives these as the starting size for Kubernetes
     nodes on vSphere; smaller nodes may not fit the GPU workloads."""
     cfg = settings(args, SIZING_SCHEMA)
     for vm in lab_vms(stack_resources(args)):
@@ -216,7 +214,7 @@ vm_sizing = stack_policy("vsphere-vm-sizing", ADVISORY, check_vm_sizing, SIZING_
 
 def check_workers_identical(args, report_violation) -> None:
     """All worker VMs are identical: same vCPUs, memory, vGPU profile and NIC layout. NVIDIA RDG for vSphere
-    PVRDMA (reference 000) requires every worker node to have the same configuration; distributed training
+    PVRDMA requires every worker node to have the same configuration; distributed training
     spreads equal shares of work over the workers and waits for the slowest."""
     workers = [vm for vm in lab_vms(stack_resources(args)) if vm.role == "worker"]
     if len(workers) < 2:

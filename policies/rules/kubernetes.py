@@ -75,7 +75,7 @@ RDMA_SCHEMA = PolicyConfigSchema(properties={
 
 def check_rdma_pods(args, report_violation) -> None:
     """Containers that request RDMA resources (a resource name containing 'rdma', or an SR-IOV resource) add
-    the IPC_LOCK capability and do not run privileged. DeepOps RoCE guide (reference 001): its SR-IOV RoCE
+    the IPC_LOCK capability and do not run privileged. DeepOps RoCE guide: its SR-IOV RoCE
     jobs add IPC_LOCK so RDMA can lock memory; privileged mode would grant the whole host for what one
     capability does."""
     if not _is_workload(args.resource_type):
@@ -119,7 +119,7 @@ GPU_SCHEMA = PolicyConfigSchema(properties={
 
 def check_gpu_limits(args, report_violation) -> None:
     """A container that requests nvidia.com/gpu also sets it, equal, in its limits. NVIDIA RDG for vSphere
-    PVRDMA (reference 000) and DeepOps (reference 001) size their GPU jobs with nvidia.com/gpu limits;
+    PVRDMA and DeepOps size their GPU jobs with nvidia.com/gpu limits;
     Kubernetes rejects extended resources given only as requests."""
     if not _is_workload(args.resource_type):
         return

@@ -48,8 +48,7 @@ def _in_fabric(args) -> bool:
 
 
 def check_vds_no_lacp(args, report_violation) -> None:
-    """The RoCE vDS and its port groups must not use LACP or any other link aggregation. DeepOps RoCE guide
-    (reference 001): link bundles across NICs do not work well with RoCE and RDMA; each RDMA NIC belongs on
+    """The RoCE vDS and its port groups must not use LACP or any other link aggregation. DeepOps RoCE guide: link bundles across NICs do not work well with RoCE and RDMA; each RDMA NIC belongs on
     its own subnet instead."""
     if args.resource_type not in (DVS, DPG) or not _in_fabric(args):
         return
@@ -77,7 +76,7 @@ MTU_SCHEMA = PolicyConfigSchema(properties={
 
 def check_rdma_mtu(args, report_violation) -> None:
     """Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames, 9000 by
-    default. NVIDIA RDG for vSphere PVRDMA (reference 000) builds the RoCE network with jumbo frames; a
+    default. NVIDIA RDG for vSphere PVRDMA builds the RoCE network with jumbo frames; a
     smaller MTU anywhere on the path caps RDMA message size and throughput."""
     cfg = settings(args, MTU_SCHEMA)
     minimum = int(cfg["minMtu"])
@@ -118,7 +117,7 @@ rdma_mtu = resource_policy("vsphere-rdma-mtu", MANDATORY, check_rdma_mtu, MTU_SC
 
 def check_vds_single_uplink(args, report_violation) -> None:
     """The PVRDMA vDS has exactly one uplink per host: the RDMA NIC, with no standby or extra active uplinks.
-    NVIDIA RDG for vSphere PVRDMA (reference 000): PVRDMA between hosts uses the physical RDMA devices that
+    NVIDIA RDG for vSphere PVRDMA: PVRDMA between hosts uses the physical RDMA devices that
     are the vDS uplinks; traffic that leaves through any other NIC falls back to TCP."""
     if args.resource_type != DVS or not _in_fabric(args):
         return
@@ -159,7 +158,7 @@ vds_single_uplink = resource_policy("vsphere-pvrdma-vds-single-uplink", MANDATOR
 
 
 def check_one_nic_per_subnet(args, report_violation) -> None:
-    """A VM has at most one NIC on any subnet (port group). DeepOps RoCE guide (reference 001): each NIC goes
+    """A VM has at most one NIC on any subnet (port group). DeepOps RoCE guide: each NIC goes
     on a separate subnet; two NICs on one subnet make RDMA and routing pick paths unpredictably."""
     p = props_of(args)
     if args.resource_type == VM:
@@ -188,7 +187,7 @@ one_nic_per_subnet = resource_policy("vsphere-vm-one-nic-per-subnet", MANDATORY,
 
 def check_pvrdma_nic_on_dpg(args, report_violation) -> None:
     """PVRDMA (vmxnet3vrdma) NICs attach to a distributed port group of the lab's RDMA vDS. NVIDIA RDG for vSphere
-    PVRDMA (reference 000): VMs that talk PVRDMA must be connected to the same vSphere Distributed Switch; a
+    PVRDMA: VMs that talk PVRDMA must be connected to the same vSphere Distributed Switch; a
     PVRDMA adapter on a standard switch cannot use the RDMA uplink."""
     resources = stack_resources(args)
     dpgs = of_type(resources, DPG)
@@ -231,7 +230,7 @@ _VMK = re.compile(r"^vmk\d+$")
 def check_rdma_host_ready(args, report_violation) -> None:
     """Every host of the RoCE fabric has its RDMA NIC as an uplink of the RDMA vDS, the Net.PVRDMAVmknic
     advanced option naming its RDMA vmk, and the pvrdma firewall ruleset enabled. NVIDIA RDG for vSphere
-    PVRDMA (reference 000): PVRDMA between hosts needs a physical RDMA uplink on the vDS (else it falls back
+    PVRDMA: PVRDMA between hosts needs a physical RDMA uplink on the vDS (else it falls back
     to TCP), a vmk tagged for PVRDMA, and port 28250 open."""
     resources = stack_resources(args)
     options = of_kind(resources, "vsphere-host-advanced-option")

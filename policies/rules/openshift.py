@@ -35,7 +35,7 @@ CONTROL_PLANE_SCHEMA = PolicyConfigSchema(properties={
 
 def check_three_control_plane(args, report_violation) -> None:
     """An OpenShift cluster has three control-plane nodes unless it is a single-node cluster. NVIDIA/Red Hat
-    OpenShift GPU guide (reference 004): the minimal cluster has three masters, which keeps etcd highly
+    OpenShift GPU guide: the minimal cluster has three masters, which keeps etcd highly
     available (no split brain) and lets masters upgrade one at a time."""
     if args.resource_type != OPENSHIFT:
         return
@@ -70,7 +70,7 @@ LB_SCHEMA = PolicyConfigSchema(properties={
 
 def check_lb_ports(args, report_violation) -> None:
     """The cluster load balancer serves 6443 (API), 22623 (machine config), 80 and 443 (ingress), each with
-    backend nodes. NVIDIA/Red Hat OpenShift GPU guide (reference 004): its HAProxy fronts these four ports;
+    backend nodes. NVIDIA/Red Hat OpenShift GPU guide: its HAProxy fronts these four ports;
     without any one of them nodes cannot join or applications cannot be reached."""
     if args.resource_type != OPENSHIFT:
         return
@@ -110,7 +110,7 @@ lb_ports = resource_policy("openshift-lb-required-ports", MANDATORY, check_lb_po
 
 def check_lb_no_bootstrap(args, report_violation) -> None:
     """Once the cluster is installed (bootstrap off), the bootstrap node is no longer a load-balancer backend.
-    NVIDIA/Red Hat OpenShift GPU guide (reference 004): the bootstrap node is removed when bootstrapping
+    NVIDIA/Red Hat OpenShift GPU guide: the bootstrap node is removed when bootstrapping
     completes; a stale backend sends API and ignition requests to a dead node."""
     resources = stack_resources(args)
     bootstrap_names = {"bootstrap"}

@@ -66,7 +66,7 @@ def check_credentials_secret(args, report_violation) -> None:
     """Passwords, private keys, pull secrets and licence tokens reach resources only as Pulumi secrets:
     connection passwords and keys of remote commands, the vCenter password of the pyvmomi resources, and any
     property or environment variable whose name looks like a credential. The guides' deployments carry
-    vCenter, switch, NVIDIA licence and OpenShift pull-secret credentials (references 000, 001, 004); in
+    vCenter, switch, NVIDIA licence and OpenShift pull-secret credentials (the RDG, the DeepOps RoCE guide, the OpenShift guide); in
     plain text they end up in the state file and the logs."""
     pattern = re.compile(settings(args, CREDENTIAL_SCHEMA)["credentialKeyPattern"], re.IGNORECASE)
     skip = ("data", "stringData") if args.resource_type == K8S_SECRET else ()
@@ -83,7 +83,7 @@ credentials_secret = resource_policy("secrets-credentials-are-secret", MANDATORY
 
 def check_k8s_secret_data(args, report_violation) -> None:
     """The data and stringData of a Kubernetes Secret are Pulumi secrets. The add-ons of the guides (NVIDIA
-    licence token for the GPU operator, registry credentials; references 000, 004) travel as Kubernetes
+    licence token for the GPU operator, registry credentials; the RDG, the OpenShift guide) travel as Kubernetes
     Secrets; their values must not sit in the Pulumi state as plain text."""
     if args.resource_type != K8S_SECRET:
         return

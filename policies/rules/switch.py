@@ -25,7 +25,7 @@ def _switch_name(props: dict, fallback: str) -> str:
 
 
 def check_ecn_min_below_max(args, report_violation) -> None:
-    """The switch's ECN minimum threshold is below its maximum. DeepOps RoCE guide (reference 001) configures
+    """The switch's ECN minimum threshold is below its maximum. DeepOps RoCE guide configures
     ECN on the RoCE ports with minimum-absolute 150 and maximum-absolute 1500 KB; marking must ramp up
     between the two, so a minimum at or above the maximum breaks congestion control."""
     if args.resource_type != SPECTRUM:
@@ -66,7 +66,7 @@ def _host_values(resources, switch, switch_key: str | None, fabric_key: str) -> 
 
 def check_pfc_priority(args, report_violation) -> None:
     """The switch's PFC / RoCE priority equals the priority the hosts' ConnectX ports send RoCE on. DeepOps
-    RoCE guide (reference 001): RoCE relies on the switch's PFC and ECN handling for its traffic class; if
+    RoCE guide: RoCE relies on the switch's PFC and ECN handling for its traffic class; if
     the priorities differ, RoCE lands in a lossy queue and stalls under load."""
     resources = stack_resources(args)
     for sw in of_type(resources, SPECTRUM):
@@ -88,7 +88,7 @@ pfc_priority = stack_policy("spectrum-pfc-priority-matches-hosts", MANDATORY, ch
 
 def check_trust(args, report_violation) -> None:
     """The switch classifies RoCE traffic by the same QoS field (DSCP or PCP) the hosts mark it with. DeepOps
-    RoCE guide (reference 001): PFC and ECN act on RoCE's traffic class; a switch trusting a field the hosts
+    RoCE guide: PFC and ECN act on RoCE's traffic class; a switch trusting a field the hosts
     do not set puts RoCE in the default class."""
     resources = stack_resources(args)
     for sw in of_type(resources, SPECTRUM):

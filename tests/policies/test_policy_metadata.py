@@ -39,6 +39,10 @@ EXPECTED = {
 }
 
 
+# How a rule's description names its guide (docs/references.md lists them by these names).
+GUIDE_NAMES = {"000": "RDG", "001": "DeepOps", "002": "Bitfusion", "004": "OpenShift"}
+
+
 def test_the_pack_has_exactly_the_expected_rules():
     names = [p.name for p in ALL_POLICIES]
     assert len(names) == len(set(names))
@@ -52,7 +56,7 @@ def test_rule_metadata(policy):
     assert policy.enforcement_level == EnforcementLevel(level)
     assert isinstance(policy, StackValidationPolicy) == (kind == "stack")
     # the description says which guide asks for it, and why
-    assert re.search(rf"references? (\d{{3}}, )*{reference}\b", policy.description)
+    assert GUIDE_NAMES[reference] in policy.description
     assert len(policy.description) > 120
     schema = policy.config_schema.properties if policy.config_schema else {}
     assert set(schema) == config_keys
