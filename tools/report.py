@@ -5,9 +5,9 @@
     make report LOGS=dir [STACK=lab]
 
 Each node's RDMA NICs come from the stack: one PVRDMA NIC per worker VM on vSphere, one per
-SR-IOV rail (`addons.network.sriov.rails`) on bare metal. No stack key holds the link rate; it
-is the guides' 100GbE ConnectX ports unless --link-gbps says otherwise. Either flag overrides
-the stack.
+SR-IOV rail (`addons.network.sriov.rails`) on bare metal, each at its link rate
+(`vsphere.networks.rdma.linkGbps`, `addons.network.sriov.rails[].linkGbps`; default 100, the
+guides' ConnectX ports). --link-gbps and --nics-per-node override the stack.
 
 LOGS_DIR holds the logs as the tools print them (`kubectl logs` of the ib_write_bw client, of
 the NCCL and Horovod MPIJob launchers). Each file is recognised by its content:
@@ -225,7 +225,6 @@ class Row:
 
 
 INVALID = "INVALID"
-LINK_GBPS = 100.0  # the guides' ConnectX-5 ports (100GbE); no stack key holds a link rate
 
 
 def _against(value: float, threshold: Optional[float], unit: str, share: bool = False) -> tuple[str, str]:
@@ -293,26 +292,32 @@ def render_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def stack_nics_per_node(stack: str) -> tuple[int, str]:
-    """(RDMA NICs per GPU node, where that comes from) for a stack's planned nodes."""
+def stack_line_rate(stack: str, path: Optional[Path] = None) -> tuple[int, float, str]:
+    """(RDMA NICs per GPU node, Gb/s of each, where that comes from) for a stack's planned nodes."""
     from components.addons.config import network_mode
     from components.config import gpu_lab_sections, load_lab
     from tools.stackfile import load_stack_config
 
-    lab = load_lab(gpu_lab_sections(load_stack_config(stack)))
+    lab = load_lab(gpu_lab_sections(load_stack_config(stack, path)))
     if network_mode(lab) == "sriov":
         rails = lab.addons.network.sriov.rails
-        return len(rails), f"bare metal, one NIC per SR-IOV rail: {', '.join(r.pf_name for r in rails)}"
-    return 1, "vSphere workers, one PVRDMA NIC each"
+        # the slowest rail bounds what an all-reduce over every rail can reach per NIC
+        link = min(r.link_gbps for r in rails)
+        return len(rails), link, f"bare metal, one NIC per SR-IOV rail: {', '.join(r.pf_name for r in rails)}"
+    if lab.vsphere is None:
+        raise ValueError(f"stack {stack!r} has neither vSphere workers nor SR-IOV rails to grade against")
+    return 1, lab.vsphere.networks.rdma.link_gbps, "vSphere workers, one PVRDMA NIC each"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", type=Path, help="directory with the jobs' logs")
     parser.add_argument("--stack", default="lab",
-                        help="read each node's RDMA NICs from Pulumi.<stack>.yaml (default lab; make report: STACK)")
+                        help="read each node's RDMA NICs and link rate from Pulumi.<stack>.yaml "
+                             "(default lab; make report: STACK)")
+    parser.add_argument("--stack-file", type=Path, help="read this file instead of Pulumi.<stack>.yaml")
     parser.add_argument("--link-gbps", type=float, default=None,
-                        help=f"line rate of one RDMA link (default {LINK_GBPS:g}, the guides' ConnectX ports)")
+                        help="line rate of one RDMA link, Gb/s (default: from the stack)")
     parser.add_argument("--nics-per-node", type=int, default=None,
                         help="RDMA NICs each node's ranks share (default: from the stack)")
     parser.add_argument("--ib-threshold", type=float, default=90.0, help="ib_write_bw %% of link (default 90)")
@@ -324,17 +329,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     if (args.link_gbps is not None and args.link_gbps <= 0) or (args.nics_per_node is not None
                                                                 and args.nics_per_node < 1):
         parser.error("--link-gbps must be positive and --nics-per-node at least 1")
-    link_gbps = args.link_gbps or LINK_GBPS
-    nics_per_node = args.nics_per_node
-    if nics_per_node is None:
-        try:
-            nics_per_node, source = stack_nics_per_node(args.stack)
-        except Exception as err:  # the stack's own problems, as tools.plan prints them
-            if type(err).__name__ != "ConfigError":
-                raise
-            print(f"report: {err}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print(f"line rate from stack {args.stack!r}: {nics_per_node} x {link_gbps:g} Gb/s per node ({source})")
+    try:
+        stack_nics, stack_gbps, source = stack_line_rate(args.stack, args.stack_file)
+    except Exception as err:  # the stack's own problems, as tools.plan prints them
+        if type(err).__name__ not in ("ConfigError", "ValueError"):
+            raise
+        print(f"report: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    link_gbps = args.link_gbps or stack_gbps
+    nics_per_node = args.nics_per_node or stack_nics
+    print(f"line rate: {nics_per_node} x {link_gbps:g} Gb/s per node (stack {args.stack!r}: {source}"
+          f"{'; overridden on the command line' if args.link_gbps or args.nics_per_node else ''})")
 
     try:
         results, errors, skipped = read_logs(args.logs)

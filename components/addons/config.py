@@ -65,6 +65,7 @@ class SriovRail(Model):
     network_name: HostName = Field(description="network attachment name pods ask for, e.g. sriov111")
     resource_name: str = Field(pattern=r"^[A-Za-z0-9_]+$", description="device plugin resource, e.g. sriov_111")
     cidr: Cidr = Field(description="addresses of the pods on this rail")
+    link_gbps: float = Field(default=100, gt=0, description="line rate of this rail's port, Gb/s (acceptance report)")
 
 
 class SriovConfig(Model):

@@ -98,6 +98,10 @@ class RdmaNetwork(Model):
         default=3, ge=0, le=7, description="802.1p priority the hosts' ConnectX ports send RoCE on"
     )
     trust: Literal["dscp", "pcp"] = Field(default="dscp", description="QoS trust mode of the hosts' ports")
+    link_gbps: float = Field(
+        default=100, gt=0, description="line rate of each host's RoCE uplink (its ConnectX port), Gb/s; "
+        "the acceptance report grades against it"
+    )
 
 
 class DistributedSwitch(Model):

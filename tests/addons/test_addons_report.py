@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tools import report
 from tools.report import LogError, main, parse_ib_write_bw, parse_images, parse_nccl
@@ -102,7 +103,7 @@ def test_readme_sample_grades_at_the_readme_figures_on_the_openshift_stack():
     # first rail's subnet), which is the openshift stack's bare-metal default.
     done = run_cli(str(DEEPOPS), "--stack", "openshift")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 x 100 Gb/s per node (bare metal, one NIC per SR-IOV rail: enp5s0, enp132s0)" in done.stdout
+    assert "2 x 100 Gb/s per node (stack 'openshift': bare metal, one NIC per SR-IOV rail: enp5s0, enp132s0)" in done.stdout
     readme = (REPO / "README.md").read_text()
     for figure in ("92.4 %", "91.7 %", "22.92 GB/s", "92.40 Gb/s"):
         assert figure in done.stdout and figure in readme, figure
@@ -237,3 +238,18 @@ def test_an_mpi_log_that_died_in_nccl_init_is_an_error(tmp_path):
     (tmp_path / "nccl-allreduce-rdma.log").write_text(head + "\n")
     done = run_cli(str(tmp_path))
     assert done.returncode == 2 and "without benchmark output" in done.stderr
+
+
+def test_link_rate_comes_from_the_stack(tmp_path):
+    # The same DeepOps logs against 200 Gb/s rails: ib_write_bw's 92.40 Gb/s is 46.2 % of the link.
+    stack = yaml.safe_load((REPO / "Pulumi.openshift.yaml").read_text())
+    rails = [{"pfName": f"enp{i}s0", "vlan": 111 + i, "networkName": f"sriov11{1 + i}",
+              "resourceName": f"sriov_11{1 + i}", "cidr": f"10.10.1{1 + i}.0/24", "linkGbps": 200} for i in range(2)]
+    stack["config"]["gpu-lab:addons"] = {"network": {"enabled": True, "mode": "sriov", "sriov": {"rails": rails}},
+                                         "jobs": {"nodes": ["worker-0", "worker-1"]}}
+    stack_file = tmp_path / "Pulumi.fast.yaml"
+    stack_file.write_text(yaml.safe_dump(stack))
+    done = run_cli(str(DEEPOPS), "--stack", "fast", "--stack-file", str(stack_file))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"line rate: {len(rails)} x 200 Gb/s per node" in done.stdout
+    assert "46.2 %" in done.stdout
