@@ -180,17 +180,30 @@ if [[ $POLICY = 1 ]]; then
     grep -qE 'gpu-lab(@v0\.1\.0 \(local: policies\)|\|local\|policies)' "$WORK/preview.log" \
         || { cat "$WORK/preview.log"; fail "the gpu-lab policy pack did not run"; }
 fi
-creates=$(grep -oE '\+ [0-9]+ to create' "$WORK/preview.log" | grep -oE '[0-9]+' || echo 0)
+creates=$(grep -E '^ +\+ [0-9]+ to create' "$WORK/preview.log" | grep -oE '[0-9]+' || echo 0)
 pass "preview ${PACK_ARGS[*]}: $creates to create, $((SECONDS - t))s"
 
+UP_FAILED=0
 if [[ $UP = 1 ]]; then
     # vcsim answers parallel WaitForUpdatesEx calls with a panic: one operation at a time.
-    run up.log pulumi up --yes --non-interactive --parallel 1 "${PACK_ARGS[@]}"
-    created=$(grep -oE '[0-9]+ created' "$WORK/up.log" | grep -oE '[0-9]+' || echo 0)
-    pass "up --parallel 1: $created created"
+    # --continue-on-error: create everything vcsim can, then list each resource that failed.
+    rc=0
+    pulumi up --yes --non-interactive --parallel 1 --continue-on-error "${PACK_ARGS[@]}" \
+        >"$WORK/up.log" 2>&1 || rc=$?
+    # The "Resources:" summary at the end: "    + N created".
+    created=$(grep -E '^ +\+ [0-9]+ created' "$WORK/up.log" | grep -oE '[0-9]+' || echo 0)
+    if [[ $rc = 0 ]]; then
+        pass "up --parallel 1: $created created"
+    else
+        UP_FAILED=1
+        echo "STOPPED up --parallel 1 (exit $rc): $created created; failed:"
+        grep -E '\*\*(creating|updating) failed\*\*' "$WORK/up.log" | sed -E 's/^ *[+~-]? *//; s/^/  /' | sort -u
+        step_start=$SECONDS
+    fi
     run destroy.log pulumi destroy --yes --non-interactive --parallel 1
-    deleted=$(grep -oE '[0-9]+ deleted' "$WORK/destroy.log" | grep -oE '[0-9]+' || echo 0)
+    deleted=$(grep -E '^ +- [0-9]+ deleted' "$WORK/destroy.log" | grep -oE '[0-9]+' || echo 0)
     [[ $deleted = "$created" ]] || { cat "$WORK/destroy.log"; fail "destroy deleted $deleted of $created"; }
     pass "destroy --parallel 1: $deleted deleted"
 fi
 echo "total $((SECONDS - T0))s"
+[[ $UP_FAILED = 0 ]] || exit 1
