@@ -30,6 +30,7 @@ def main() -> None:
         secrets = load_secrets()
         check_required_secrets(lab, secrets)
         check_secret_formats(lab)
+        vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets) if lab.vsphere is not None else None
     except (ConfigError, MissingSecretError) as err:
         raise pulumi.RunError(str(err)) from None
 
@@ -39,7 +40,6 @@ def main() -> None:
 
     vms = None
     if lab.vsphere is not None:
-        vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets)
         fabric = RoceFabric("roce", RoceFabricArgs(
             vsphere=lab.vsphere, hosts=lab.hosts(), vcenter=vcenter, lossless=lab.rdma_lossless))
         vms = LabVms("vms", LabVmsArgs(

@@ -5,6 +5,8 @@
 #   make engine-sim     the real engine on components.vsphere.dynamic against vcsim: preview with
 #                       the policy pack, up, secrets check, update, destroy (~11 s)
 #   make pulumi-check   report what is installed, build nothing
+#   make sim-preview    the whole program with the real provider plugins against vcsim:
+#                       preview --policy-pack of SIM_STACK (default sim); skips without the plugins
 #
 # Other targets and tests run the engine as: $(PULUMI_ENV) pulumi ...
 
@@ -13,7 +15,7 @@ PULUMI_BIN := $(PULUMI_CACHE_DIR)/bin
 PULUMI_ENV := env PATH="$(PULUMI_BIN):$$PATH" PULUMI_HOME="$(PULUMI_CACHE_DIR)/home" \
 	PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 
-.PHONY: setup-pulumi engine-sim pulumi-check
+.PHONY: setup-pulumi engine-sim pulumi-check sim-preview
 
 setup-pulumi: setup ## build the Pulumi engine into .cache/pulumi (docs/engine.md)
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/setup-pulumi.sh
@@ -24,3 +26,8 @@ engine-sim: setup setup-pulumi ## the real engine on our pyvmomi resources again
 
 pulumi-check: ## what of the Pulumi engine is installed, build nothing
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/setup-pulumi.sh --check
+
+SIM_STACK ?= sim
+sim-preview: setup setup-pulumi ## the whole program, real provider plugins, vcsim: preview --policy-pack (SIM_STACK)
+	bash scripts/install-vcsim.sh
+	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/sim-preview.sh --stack $(SIM_STACK)

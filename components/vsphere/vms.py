@@ -17,6 +17,7 @@ from typing import Sequence
 import pulumi
 import pulumi_vsphere as vsphere
 
+from components.model import ConfigError, Problem
 from components.secrets import LabSecrets
 from components.vsphere.config import PlannedVm, VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
@@ -30,13 +31,38 @@ PVRDMA_ADAPTER = "vmxnet3vrdma"
 
 
 def vcenter_connection(vsphere_config: pulumi.Config, secrets: LabSecrets) -> VcenterConnection:
-    """The pyvmomi providers talk to the same vCenter as the vSphere provider."""
+    """The pyvmomi providers talk to the same vCenter as the vSphere provider, at the same port."""
+    server, port = split_vcenter_address(vsphere_config.require("vsphereServer"))
     return VcenterConnection(
-        server=vsphere_config.require("vsphereServer"),
+        server=server,
+        port=port,
         user=vsphere_config.require("user"),
         password=secrets.require("vcenter_password", "the pyvmomi providers log in to vCenter"),
         insecure=(vsphere_config.get_bool("allowUnverifiedSsl") or False),
     )
+
+
+def split_vcenter_address(address: str) -> tuple[str, int]:
+    """`vsphere:vsphereServer` as host and port.
+
+    pulumi-vsphere takes it as `host[:port]` and connects to https://<vsphereServer>/sdk
+    (terraform-provider-vsphere, vsphere/config.go), so a port given there is the vCenter's port
+    for pyvmomi too; without one, 443. IPv6 addresses with a port are written `[addr]:port`.
+    """
+    host, port = address, "443"
+    if address.startswith("["):  # [v6]:port or [v6]
+        host, bracket, rest = address[1:].partition("]")
+        if not bracket:
+            host = ""
+        elif rest:
+            port = rest[1:] if rest.startswith(":") else ""
+    elif address.count(":") == 1:  # host:port (a bare IPv6 address has several colons)
+        host, port = address.split(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError([Problem(
+            "vsphere:vsphereServer",
+            f"{address!r} is not a vCenter address: expected host, host:port or [IPv6]:port with a port 1-65535")])
+    return host, int(port)
 
 
 @dataclass(frozen=True)

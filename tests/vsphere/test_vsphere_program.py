@@ -194,3 +194,27 @@ def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names()
     vms = {r.plain()["name"]: r.plain() for r in run.of_type(VM)}
     assert vms["sckubw01"]["hostSystemId"] == "host-esx24.lab.example.com"
     assert vms["sckubm01"]["hostSystemId"] == "host-esx21.lab.example.com"
+# pulumi-vsphere connects to https://<vsphereServer>/sdk (terraform-provider-vsphere,
+# vsphere/config.go), so `host:port` there is a vCenter on another port; the pyvmomi resources
+# must reach the same vCenter.
+@pytest.mark.parametrize("address, server, port", [
+    ("vc.example.com", "vc.example.com", 443),
+    ("vc.example.com:8443", "vc.example.com", 8443),
+    ("127.0.0.1:40469", "127.0.0.1", 40469),
+    ("[fd00::5]:8443", "fd00::5", 8443),
+    ("fd00::5", "fd00::5", 443),
+])
+def test_pyvmomi_resources_use_the_port_of_vsphere_server(vsphere_config, address, server, port):
+    vsphere_config["vsphere:vsphereServer"] = address
+    run = run_program(vsphere_config)
+    conns = {(r.plain()["server"], r.plain()["port"]) for r in run.of_type(DYNAMIC)}
+    assert conns == {(server, port)}
+
+
+@pytest.mark.parametrize("address", ["vc.example.com:", "vc.example.com:https", "vc.example.com:70000", "[fd00::5"])
+def test_a_bad_vsphere_server_port_is_a_config_error(vsphere_config, address):
+    vsphere_config["vsphere:vsphereServer"] = address
+    with pytest.raises(Exception) as err:
+        run_program(vsphere_config)
+    assert f"vsphere:vsphereServer: {address!r} is not a vCenter address" in str(err.value)
+    assert "1-65535" in str(err.value)

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# The whole program under the real Pulumi engine and the real provider plugins, against a
+# vCenter simulator (vcsim) on a loopback port: `pulumi preview --policy-pack policies` of a
+# stack, and for the sim stack optionally `up` and `destroy`.
+#
+#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up] [--no-policy]
+#
+# The project is copied to a temporary directory (the stack file there gets the vcsim address,
+# the passphrase salt and placeholder secrets; the repo's files are not touched) with a local
+# file backend. vsphere:vsphereServer becomes 127.0.0.1:<port>, the port the kernel gave vcsim.
+# lab and openshift are previewed only: preview runs no Command, so their switches and helper
+# node are never contacted; `--up` is refused for them.
+#
+# Exit 0 when every step passed, 1 on the first failure (the engine's output is printed),
+# 77 with "SKIP <reason>" when the engine or a provider plugin the venv's SDKs pin is not
+# installed (docs/engine.md says how to build them).
+#
+# Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
+#      VCSIM (default <repo>/.cache/bin/vcsim, else on PATH), SIM_KEEP=1 keeps the work dir,
+#      SIM_VCSIM_ARGS extra vcsim flags (e.g. "-cluster 1 -host 8").
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${PULUMI_CACHE_DIR:-$ROOT/.cache/pulumi}
+VENV=${VENV:-$ROOT/.venv}
+PY=$VENV/bin/python
+VCSIM=${VCSIM:-$ROOT/.cache/bin/vcsim}
+[[ -x $VCSIM ]] || VCSIM=$(command -v vcsim || true)
+
+STACK=sim UP=0 POLICY=1
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --stack) STACK=$2; shift 2 ;;
+        --up) UP=1; shift ;;
+        --no-policy) POLICY=0; shift ;;
+        *) echo "usage: $0 [--stack sim|lab|openshift] [--up] [--no-policy]" >&2; exit 2 ;;
+    esac
+done
+[[ -f $ROOT/Pulumi.$STACK.yaml ]] || { echo "no stack file Pulumi.$STACK.yaml" >&2; exit 2; }
+if [[ $UP = 1 && $STACK != sim ]]; then
+    echo "--up runs only on the sim stack: $STACK configures real switches and hosts" >&2; exit 2
+fi
+
+skip() { echo "SKIP $*"; exit 77; }
+[[ -x $CACHE/bin/pulumi ]] || skip "no Pulumi engine in $CACHE: run make setup-pulumi"
+[[ -x $PY ]] || skip "no virtualenv at $VENV: run make setup"
+[[ -n $VCSIM ]] || skip "no vcsim: run scripts/install-vcsim.sh"
+
+export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
+export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+export PULUMI_CONFIG_PASSPHRASE=sim-$RANDOM$RANDOM
+
+# The resource plugins the stack's sections use, at exactly the versions the venv's SDKs pin:
+# the engine asks for those.
+missing=$("$PY" - "$PULUMI_HOME/plugins" "$ROOT/Pulumi.$STACK.yaml" <<'EOF'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import yaml
+
+plugins = Path(sys.argv[1])
+config = yaml.safe_load(open(sys.argv[2]))["config"]
+needed = {"vsphere": "gpu-lab:vsphere" in config,
+          "command": "gpu-lab:switches" in config or "gpu-lab:openshift" in config,
+          "kubernetes": "gpu-lab:addons" in config}
+for name in (n for n, used in needed.items() if used):
+    try:
+        want = version(f"pulumi-{name}")
+    except PackageNotFoundError:
+        print(f"the pulumi-{name} SDK is not in the venv")
+        continue
+    if not (plugins / f"resource-{name}-v{want}" / f"pulumi-resource-{name}").is_file():
+        print(f"resource plugin {name} {want} is not installed")
+EOF
+)
+[[ -z $missing ]] || skip "$(echo "$missing" | paste -sd ';' -) (pulumi plugin ls; see docs/engine.md)"
+
+WORK=$(mktemp -d /tmp/sim-preview.XXXXXX)
+export PULUMI_BACKEND_URL=file://$WORK/state
+VCSIM_PID=
+cleanup() {
+    if [[ -n $VCSIM_PID ]]; then
+        kill "$VCSIM_PID" 2>/dev/null || true
+        wait "$VCSIM_PID" 2>/dev/null || true
+    fi
+    if [[ ${SIM_KEEP:-0} = 1 ]]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+T0=$SECONDS
+step_start=$SECONDS
+pass() { echo "PASS $* ($((SECONDS - step_start))s)"; step_start=$SECONDS; }
+fail() { echo "FAIL $*"; exit 1; }
+run() {
+    local log=$WORK/$1; shift
+    local rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
+}
+
+# ---------------------------------------------------------------- vcsim
+SIM_USER=lab-admin  # vcsim refuses user names with '@'
+SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+# shellcheck disable=SC2086  # SIM_VCSIM_ARGS is a list of flags
+"$VCSIM" -l 127.0.0.1:0 -username "$SIM_USER" -password "$SIM_PASSWORD" ${SIM_VCSIM_ARGS:-} \
+    >"$WORK/vcsim.out" 2>"$WORK/vcsim.err" </dev/null &
+VCSIM_PID=$!
+SIM_PORT=
+for _ in $(seq 300); do  # port 0: the kernel picks a free port, vcsim prints it
+    SIM_PORT=$(grep -o 'GOVC_URL=https://[^ ]*@127\.0\.0\.1:[0-9]*' "$WORK/vcsim.out" | grep -o '[0-9]*$' || true)
+    [[ -n $SIM_PORT ]] && break
+    kill -0 "$VCSIM_PID" 2>/dev/null || break
+    sleep 0.1
+done
+[[ -n $SIM_PORT ]] || { cat "$WORK/vcsim.err"; fail "vcsim did not start"; }
+# ESXi has Net.PVRDMAVmknic (empty until PVRDMA is set up); vcsim has no such option, so it is
+# created empty on every host, as on a fresh ESXi.
+SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF' \
+    || fail "seeding vcsim"
+import os, time
+from pyVmomi import vim
+from components.vsphere import hostops
+
+for attempt in range(100):  # vcsim prints its URL a moment before it answers
+    try:
+        with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
+                             port=int(os.environ["SIM_PORT"]), insecure=True) as si:
+            content = si.RetrieveContent()
+            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+            for host in view.view:
+                host.configManager.advancedOption.UpdateOptions(
+                    changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
+        break
+    except (ConnectionError, OSError):
+        if attempt == 99:
+            raise
+        time.sleep(0.1)
+EOF
+pass "vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}"
+
+# ---------------------------------------------------------------- project copy + stack
+PROJ=$WORK/proj
+mkdir -p "$PROJ" "$WORK/state"
+# Tracked and untracked (not ignored) files: the working tree as it is.
+(cd "$ROOT" && git ls-files -co --exclude-standard -z | grep -zvE '^(\.venv|\.cache)(/|$)' \
+    | xargs -0 cp -P --parents -t "$PROJ")
+ln -s "$VENV" "$PROJ/.venv"
+cd "$PROJ"
+run stack.log pulumi stack init "$STACK"
+run config.log pulumi config set vsphere:vsphereServer "127.0.0.1:$SIM_PORT"
+run config.log pulumi config set vsphere:user "$SIM_USER"
+run config.log pulumi config set vsphere:allowUnverifiedSsl true
+# Secrets from stdin, never on a command line. The placeholders only have to be well-formed:
+# preview sends none of them anywhere, and the sim stack uses only the vCenter password.
+secret() { run config.log pulumi config set --secret "$@" < <(printf '%s' "$SECRET"); }
+SECRET=$SIM_PASSWORD secret vsphere:password
+if [[ $STACK != sim ]]; then
+    SECRET='{"auths":{"registry.example":{"auth":"cGxhY2Vob2xkZXI="}}}' secret gpu-lab:pullSecret
+    SECRET='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPlaceholderPlaceholderPlaceholderPlaceh sim' secret gpu-lab:sshPublicKey
+    SECRET=placeholder-key secret gpu-lab:helperSshPrivateKey
+    SECRET='{"auths":{"registry.example":{"auth":"cGxhY2Vob2xkZXI="}}}' secret gpu-lab:registryAuth
+    SECRET=placeholder-token secret gpu-lab:nvidiaLicenseToken
+    SECRET=placeholder-kubeconfig secret gpu-lab:kubeconfig
+    for sw in $("$PY" -c 'import sys, yaml; print(" ".join(s["name"] for s in (yaml.safe_load(open(sys.argv[1]))["config"].get("gpu-lab:switches") or [])))' "Pulumi.$STACK.yaml"); do
+        SECRET=placeholder-password secret --path "gpu-lab:switchPasswords.$sw"
+    done
+fi
+grep -qF "$SIM_PASSWORD" "Pulumi.$STACK.yaml" && fail "the stack file holds the vCenter password in clear"
+pass "stack $STACK in $PROJ (file backend), vsphere:vsphereServer=127.0.0.1:$SIM_PORT"
+
+# ---------------------------------------------------------------- preview
+PACK_ARGS=()
+[[ $POLICY = 1 ]] && PACK_ARGS=(--policy-pack policies)
+t=$SECONDS
+run preview.log pulumi preview --non-interactive --diff "${PACK_ARGS[@]}"
+if [[ $POLICY = 1 ]]; then
+    # The pack must have run; a mandatory violation would have failed the preview above.
+    grep -qE 'gpu-lab(@v0\.1\.0 \(local: policies\)|\|local\|policies)' "$WORK/preview.log" \
+        || { cat "$WORK/preview.log"; fail "the gpu-lab policy pack did not run"; }
+fi
+creates=$(grep -E '^ +\+ [0-9]+ to create' "$WORK/preview.log" | grep -oE '[0-9]+' || echo 0)
+pass "preview ${PACK_ARGS[*]}: $creates to create, $((SECONDS - t))s"
+
+UP_FAILED=0
+if [[ $UP = 1 ]]; then
+    # vcsim answers parallel WaitForUpdatesEx calls with a panic: one operation at a time.
+    # --continue-on-error: create everything vcsim can, then list each resource that failed.
+    rc=0
+    pulumi up --yes --non-interactive --parallel 1 --continue-on-error "${PACK_ARGS[@]}" \
+        >"$WORK/up.log" 2>&1 || rc=$?
+    # The "Resources:" summary at the end: "    + N created".
+    created=$(grep -E '^ +\+ [0-9]+ created' "$WORK/up.log" | grep -oE '[0-9]+' || echo 0)
+    if [[ $rc = 0 ]]; then
+        pass "up --parallel 1: $created created"
+    else
+        UP_FAILED=1
+        echo "STOPPED up --parallel 1 (exit $rc): $created created; failed:"
+        grep -E '\*\*(creating|updating) failed\*\*' "$WORK/up.log" | sed -E 's/^ *[+~-]? *//; s/^/  /' | sort -u
+        step_start=$SECONDS
+    fi
+    run destroy.log pulumi destroy --yes --non-interactive --parallel 1
+    deleted=$(grep -E '^ +- [0-9]+ deleted' "$WORK/destroy.log" | grep -oE '[0-9]+' || echo 0)
+    [[ $deleted = "$created" ]] || { cat "$WORK/destroy.log"; fail "destroy deleted $deleted of $created"; }
+    pass "destroy --parallel 1: $deleted deleted"
+fi
+echo "total $((SECONDS - T0))s"
+[[ $UP_FAILED = 0 ]] || exit 1
