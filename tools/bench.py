@@ -4,11 +4,13 @@ Each lab is the lab stack scaled (OpenShift, switch and add-ons included): four 
 worker host, RDMA and management networks widened to /16.
 
 Every measurement is a fresh process (`python -m tools.bench one KIND WORKERS`), so no run
-inherits another's root Stack, Outputs or heap. For each size the program and the floor
-(tools/bench_floor.py: the same registrations without project logic) run interleaved, `--repeat`
-times each; the table shows medians. Times are the process's CPU seconds (user + system) from
+inherits another's root Stack, Outputs or heap. For each size the program, the floor
+(tools/bench_floor.py: the same registrations without project logic) and the whole `make plan`
+(program, tree, plan.json, policy pass) run interleaved, `--repeat` times each; the table shows
+medians. Times are the process's CPU seconds (user + system) from
 its start to the end of registration, which a busy machine disturbs far less than wall-clock
-time; wall-clock medians are printed too. Peak RSS is the process's high-water mark.
+time; `make plan` adds the policy pack's process (a child) to its CPU time; wall-clock medians
+are printed too. The floor runs with the SDK's default collector settings. Peak RSS is the process's high-water mark.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path  # noqa: E402
 
 WORKERS_PER_HOST = 4
 REPO = Path(__file__).resolve().parent.parent
-KINDS = ("program", "floor")
+KINDS = ("program", "floor", "plan")
 
 
 def scaled_lab(workers: int) -> dict:
@@ -92,11 +94,27 @@ def measure_one(kind: str, workers: int, manifest: Path | None) -> dict:
         config = scaled_lab(workers)
         run = mockrun.run_program(config, stack=f"bench{workers}")
         resources = len(run.resources)
+    elif kind == "plan":  # what `make plan` does: program, tree, plan.json, the policy pass
+        import contextlib
+        import io
+        import tempfile
+
+        from tools import plan, policy_check
+
+        run = mockrun.run_program(scaled_lab(workers), stack=f"bench{workers}")
+        resources = len(run.resources)
+        with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+            plan.tree_lines(run)
+            path = plan.write_plan(run, Path(out))
+            status = policy_check.main([str(path), "--out", str(Path(out) / "policy-report.json")])
+        if status == 2:
+            raise SystemExit("the policy pass failed")
     else:
         from tools import bench_floor
 
         resources = bench_floor.replay(manifest)["resources"]
-    cpu = time.process_time() - STARTED_CPU
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the policy pack's process
+    cpu = time.process_time() - STARTED_CPU + children.ru_utime + children.ru_stime
     wall = time.perf_counter() - STARTED
     return {
         "kind": kind, "workers": workers, "resources": resources, "pid": os.getpid(),
@@ -135,7 +153,7 @@ def run_bench(sizes: list[int], repeat: int, directory: Path) -> list[dict]:
     results: list[dict] = []
     for round_ in range(repeat):
         for size in sizes:
-            kinds = KINDS if round_ % 2 == 0 else KINDS[::-1]  # neither kind always runs first
+            kinds = KINDS[round_ % 3:] + KINDS[:round_ % 3]  # no kind always runs first
             for kind in kinds:
                 results.append(_child(["one", kind, str(size), str(manifests[size])]))
     return results
@@ -159,6 +177,7 @@ def summarize(results: list[dict], sizes: list[int]) -> list[dict]:
                 "runs": len(runs),
             }
         row["ratio"] = row["program"]["cpu"] / row["floor"]["cpu"]
+        row["planRatio"] = row["plan"]["cpu"] / row["program"]["cpu"]
         row["msPerResource"] = 1000 * row["program"]["cpu"] / row["program"]["resources"]
         rows.append(row)
     return rows
@@ -167,12 +186,13 @@ def summarize(results: list[dict], sizes: list[int]) -> list[dict]:
 def print_table(rows: list[dict], repeat: int) -> None:
     print(f"median of {repeat} fresh processes per cell, interleaved; CPU seconds (wall in brackets)")
     print(f"{'workers':>7} {'resources':>9} {'program s':>15} {'floor s':>15} {'ratio':>6} "
-          f"{'ms/res':>7} {'GC share':>8} {'peak RSS MB':>13}")
+          f"{'ms/res':>7} {'GC share':>8} {'peak RSS MB':>13} {'make plan s':>15} {'plan/program':>12}")
     for row in rows:
-        p, f = row["program"], row["floor"]
+        p, f, pl = row["program"], row["floor"], row["plan"]
         print(f"{row['workers']:>7} {p['resources']:>9} {p['cpu']:>7.2f} ({p['wall']:>5.2f}) "
               f"{f['cpu']:>7.2f} ({f['wall']:>5.2f}) {row['ratio']:>6.2f} {row['msPerResource']:>7.2f} "
-              f"{p['gcShare']:>8.0%} {p['peakRssMb']:>6.0f}/{f['peakRssMb']:<6.0f}")
+              f"{p['gcShare']:>8.0%} {p['peakRssMb']:>6.0f}/{f['peakRssMb']:<6.0f} "
+              f"{pl['cpu']:>7.2f} ({pl['wall']:>5.2f}) {row['planRatio']:>12.2f}")
     if len(rows) >= 2:
         first, last = rows[-2], rows[-1]
         print(f"per-resource time {last['workers']} vs {first['workers']} workers: "
@@ -190,18 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "build" / "bench",
                         help="floor manifests and results.json go here")
-    parser.add_argument("--real-preview", action="store_true",
-                        help="also time `pulumi preview` with the real engine and plugins (tools/bench_preview.py)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     results = run_bench(sizes, args.repeat, args.out)
     rows = summarize(results, sizes)
     print_table(rows, args.repeat)
     (args.out / "results.json").write_text(json.dumps({"runs": results, "rows": rows}, indent=2) + "\n")
-    if args.real_preview:
-        from tools import bench_preview
-
-        return bench_preview.main([])
     return 0
 
 
