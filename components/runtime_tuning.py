@@ -1,12 +1,13 @@
 """CPython garbage-collector settings for the program's process while it registers resources.
 
 The program declares every resource before the event loop sends any of them, so the live heap
-grows to millions of tracked objects (Outputs, futures, protobuf structs) that all stay alive
-until the end; few of them form garbage cycles. With the default thresholds the cyclic collector
-keeps re-scanning that growing heap and takes close to half of the run at 512 workers.
-`relax_gc()` moves everything alive at that point (the imported SDKs) out of the collector's
-sight with `gc.freeze()` and makes collections rare; reference counting still frees all
-acyclic garbage at once, and cycles are still collected, just seldom.
+grows to about two million tracked objects (Outputs, futures, protobuf structs) that all stay
+alive to the end. With the default thresholds (700, 10, 10) the cyclic collector keeps
+re-scanning that growing heap: about half of the run at 512 workers. `relax_gc()` moves what is
+alive at that point (interpreter, SDK modules) out of the collector's sight with `gc.freeze()`
+and collects only the youngest generation, every 50 000 allocations: short-lived cycles
+(asyncio tasks and futures) are still freed, the long-lived graph is never re-scanned, and
+reference counting frees all acyclic garbage at once as always.
 """
 
 from __future__ import annotations
@@ -15,32 +16,26 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Young collections every 100k allocations instead of 700; older generations after 50 and 100
-# younger ones. Chosen with `make bench` (tools/bench.py): flat time per resource from 64 to 512
-# workers at the same peak memory.
-REGISTRATION_THRESHOLDS = (100_000, 50, 100)
+# gen0 every 50k allocations; the older generations after 1000 younger collections, i.e. not
+# within a run. Measured with `make bench` (README, Benchmark): peak memory as with the defaults.
+REGISTRATION_THRESHOLDS = (50_000, 1000, 1000)
 
 
 def relax_gc() -> None:
-    """Collector settings for a process that is about to register the whole stack (idempotent)."""
-    gc.collect()  # start from a clean heap, then keep the import-time objects out of every scan
+    """Collector settings for a process about to register a whole stack (idempotent)."""
     gc.freeze()
-    import os
-    t = os.environ.get("BENCH_GC_T")
-    if t == "off":
-        gc.disable()
-    else:
-        gc.set_threshold(*(tuple(int(x) for x in t.split(",")) if t else REGISTRATION_THRESHOLDS))
+    gc.set_threshold(*REGISTRATION_THRESHOLDS)
 
 
 @contextmanager
 def relaxed_gc() -> Iterator[None]:
-    """relax_gc() for the duration of a block, then the previous settings (for runs inside tests)."""
+    """relax_gc() for a block, then the previous settings (for runs inside a longer process)."""
     previous = gc.get_threshold()
+    frozen_before = gc.get_freeze_count()
     relax_gc()
     try:
         yield
     finally:
         gc.set_threshold(*previous)
-        gc.enable()
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()

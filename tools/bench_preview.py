@@ -2,7 +2,7 @@
 with the real engine and provider plugins against vcsim on a loopback port, without and with
 `--policy-pack policies`.
 
-    python -m tools.bench_preview [--workers 512] [--sim-from DIR]
+    python -m tools.bench_preview [--workers 512] [--tree DIR]
 
 The sim stack (Pulumi.sim.yaml: the lab mapped onto vcsim's inventory, vSphere section only) is
 widened to N workers on 128 worker hosts (vcsim started with that many hosts) and written as
@@ -50,7 +50,7 @@ def simbench_config(sim: dict, workers: int, hosts: int = HOSTS) -> dict:
     return doc
 
 
-def _copy_tree(source: Path, sim_from: Path, dest: Path) -> None:
+def _copy_tree(source: Path, dest: Path) -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=source,
                            capture_output=True, check=True).stdout.decode().split("\0")
     for name in files:
@@ -59,10 +59,6 @@ def _copy_tree(source: Path, sim_from: Path, dest: Path) -> None:
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source / name, target, follow_symlinks=False)
-    for name in SIM_FILES:
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(sim_from / name, target)
 
 
 def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, str]:
@@ -89,12 +85,12 @@ def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=512)
-    parser.add_argument("--sim-from", type=Path, default=REPO,
-                        help="tree holding Pulumi.sim.yaml and scripts/sim-preview.sh (default: this one)")
+    parser.add_argument("--tree", type=Path, default=REPO,
+                        help="the working tree to preview (default: this one)")
     args = parser.parse_args(argv)
-    missing = [name for name in SIM_FILES if not (args.sim_from / name).is_file()]
+    missing = [name for name in SIM_FILES if not (args.tree / name).is_file()]
     if missing:
-        print(f"SKIP the sim stack is not in {args.sim_from}: no {', '.join(missing)}")
+        print(f"SKIP the sim stack is not in {args.tree}: no {', '.join(missing)}")
         return SKIP
     env = dict(os.environ)
     env.setdefault("PULUMI_CACHE_DIR", str(REPO / ".cache" / "pulumi"))
@@ -103,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
     with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
         work = Path(tmp)
-        _copy_tree(REPO, args.sim_from, work)
+        _copy_tree(args.tree, work)
         sim = yaml.safe_load((work / "Pulumi.sim.yaml").read_text())
         (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, args.workers), sort_keys=False))
         subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git

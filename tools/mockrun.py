@@ -26,6 +26,8 @@ from pulumi.runtime.settings import SETTINGS, get_root_resource
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components.runtime_tuning import relaxed_gc
+
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = "gpu-lab"
 PLACEHOLDER = "<redacted>"
@@ -258,15 +260,15 @@ def run_program(
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(all_config, secret_keys)
-    program = _load_program()
-    with _registration_gc():
+    # The program's own process relaxes the collector before its imports (components/runtime_tuning.py).
+    with relaxed_gc():
+        program = _load_program()
         _sync_await(run_pulumi_func(program.main))
-
-    outputs = _resolve_stack_outputs()
-    by_urn = {r.urn: r for r in monitor.recorded}
-    for urn, registration in monitor.resources.items():
-        if urn in by_urn:
-            by_urn[urn].outputs = registration.state
+        outputs = _resolve_stack_outputs()
+        by_urn = {r.urn: r for r in monitor.recorded}
+        for urn, registration in monitor.resources.items():
+            if urn in by_urn:
+                by_urn[urn].outputs = registration.state
     return Run(resources=monitor.recorded, outputs=outputs, stack=stack)
 
 
@@ -276,16 +278,6 @@ def run_stack(stack: str, **kwargs) -> Run:
 
 def _is_secure(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
-
-
-def _registration_gc():
-    """The collector settings the program's own process uses (BENCH_GC=default for the SDK's)."""
-    import contextlib
-    import os
-
-    from components.runtime_tuning import relaxed_gc
-
-    return contextlib.nullcontext() if os.environ.get("BENCH_GC") == "default" else relaxed_gc()
 
 
 def _load_program():

@@ -589,9 +589,11 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
     # first pass would decode every resource for nothing.
     remediates = needs_remediate_pass(levels)
     in_flight: list = []
+    structs: dict[str, struct_pb2.Struct] = {}  # built once; AnalyzeStack reuses them for outputs
     for r in stack.resources:
+        structs[r.urn] = to_struct(r.properties)
         request = analyzer_pb2.AnalyzeRequest(
-            type=r.type, properties=to_struct(r.properties), urn=r.urn, name=r.name,
+            type=r.type, properties=structs[r.urn], urn=r.urn, name=r.name,
             options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent))
         if remediates:
             client.Remediate(request)  # first pass, as the step generator does
@@ -605,8 +607,9 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
 
     stack_request = analyzer_pb2.AnalyzeStackRequest()
     for r in stack.resources:
+        outputs = structs[r.urn] if r.outputs is r.properties else to_struct(r.outputs)
         ar = stack_request.resources.add(
-            type=r.type, properties=to_struct(r.outputs), urn=r.urn, name=r.name,
+            type=r.type, properties=outputs, urn=r.urn, name=r.name,
             options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent), parent=r.parent,
             dependencies=r.dependencies)
         for key, urns in r.property_dependencies.items():
