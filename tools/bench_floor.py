@@ -12,9 +12,11 @@ the program's `Output.apply` calls.
 `replay` registers that list with plain `pulumi.CustomResource` / `pulumi.ComponentResource`
 under the same mocks: same types, names and parents, the same input values (secrets as secret
 Outputs), each dependent input as an apply over the resources it depended on, the same number
-of properties per resource, and as many applies in all as the program made. No config model,
+of properties per resource, and as many applies in all as the program made, after importing
+the same provider SDK modules, with the SDK's default collector settings. No config model,
 no address arithmetic, no renderers, no provider classes: what is left is the Pulumi SDK's own
-cost for this mix, which the program cannot go below.
+cost for this mix. (Dynamic resources carry their already pickled provider, so the floor
+does not pay for pickling it.)
 """
 
 from __future__ import annotations
