@@ -33,7 +33,11 @@ def relaxed_gc() -> Iterator[None]:
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        # Everything made during the block sits in the youngest generation; the first collection
+        # after enable() would scan it all (2 s at 512 workers). freeze() + unfreeze() moves it to
+        # the oldest generation instead, where the usual full collections reclaim it later.
+        gc.freeze()
         if not frozen_before:
             gc.unfreeze()
+        if was_enabled:
+            gc.enable()
