@@ -29,8 +29,9 @@ plan: setup ## offline plan under mocks: resource tree, plan.json, policy verdic
 render: setup ## every generated file for review, secrets redacted (STACK, OUT)
 	$(PYTHON) -m tools.render --stack $(STACK) --out $(OUT)
 
-bench: setup ## offline plan on generated labs of 4, 64 and 512 workers
+bench: setup ## program vs floor vs make plan at 4, 64, 512 workers; the real preview where plugins are installed
 	$(PYTHON) -m tools.bench
+	PULUMI_CACHE_DIR=$${PULUMI_CACHE_DIR:-$(CURDIR)/.cache/pulumi} $(PYTHON) -m tools.bench_preview || [ $$? = 77 ]
 
 clean: ## remove build output
 	rm -rf build

@@ -4,7 +4,11 @@ Reads like a table of contents: validate the configuration, build each part, exp
 platform engineer needs after `pulumi up`.
 """
 
-import pulumi
+from components.runtime_tuning import relax_gc
+
+relax_gc()  # first, before the SDK and component imports: see components/runtime_tuning.py
+
+import pulumi  # noqa: E402  (this and the imports below come after relax_gc on purpose)
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config

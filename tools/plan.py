@@ -24,9 +24,10 @@ from tools.stackfile import load_stack_config, offline_secrets
 
 def tree_lines(run: Run) -> list[str]:
     """The resource tree, children indented under their parents, in registration order."""
+    urns = {r.urn for r in run.resources}  # once: a set per resource made this O(n^2)
     children: dict[str, list] = {}
     for r in run.resources:
-        children.setdefault(r.parent_urn if r.parent_urn in {x.urn for x in run.resources} else "", []).append(r)
+        children.setdefault(r.parent_urn if r.parent_urn in urns else "", []).append(r)
     lines: list[str] = []
 
     def walk(parent: str, depth: int) -> None:

@@ -16,7 +16,8 @@ installAndLoadPolicyPlugins, step generator, AnalyzeStack at the end of the upda
    GetAnalyzerInfo, then Configure with the reconciled policy config: schema defaults, the pack's
    initial config, then ``--policy-config`` (the format of ``--policy-pack-config``), validated
    against each policy's JSON schema.
-4. Remediate then Analyze for every resource, in order; AnalyzeStack once with all of them.
+4. Remediate (only when a policy is at the remediate level) then Analyze for every resource, in
+   order, several requests in flight; AnalyzeStack once with all of them.
 5. The pack is stopped (SIGINT, then SIGKILL) and the Engine server shut down, whatever happened.
 
 Verdicts are printed and, with ``--out``, written as JSON. Exit status: 0 no mandatory violation,
@@ -79,6 +80,7 @@ LEVEL_CODES = {v: k for k, v in LEVELS.items()}
 GRPC_OPTIONS = [("grpc.max_receive_message_length", 400 * 1024 * 1024),
                 ("grpc.max_send_message_length", 400 * 1024 * 1024)]
 START_TIMEOUT = 60.0
+ANALYZE_IN_FLIGHT = 16  # Analyze requests sent ahead of the answers being read
 
 
 class CheckError(Exception):
@@ -524,6 +526,11 @@ def check(stack: Stack, pack: Path, policy_config: dict | None = None, python: s
         server.stop(0)
 
 
+def needs_remediate_pass(levels: dict[str, str]) -> bool:
+    """Whether any policy is at the level at which pulumi_policy runs remediations."""
+    return "remediate" in levels.values()
+
+
 def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_config, engine) -> Report:
     pack_str = str(pack_dir)
     try:
@@ -541,6 +548,7 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
             raise
 
     info = client.GetAnalyzerInfo(empty_pb2.Empty())
+    levels = {p.name: LEVELS.get(p.enforcementLevel, "advisory") for p in info.policies}
     if info.supportsConfig:
         config, errors = reconcile_config(info, policy_config)
         if errors:
@@ -553,6 +561,7 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
                 pc.properties.update(cfg["properties"])
         if config:
             client.Configure(request)
+        levels.update({name: cfg["level"] or "advisory" for name, cfg in config.items()})
     elif policy_config:
         raise CheckError(f"policy pack {info.name!r} does not support config")
 
@@ -575,18 +584,32 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
         for n in response.not_applicable:
             not_applicable.append({"policy": n.policy_name, "urn": default_urn, "reason": n.reason})
 
+    # The pack runs a remediation only for a policy at the "remediate" level (pulumi_policy's
+    # Remediate skips every other policy, after decoding the properties), so without one the
+    # first pass would decode every resource for nothing.
+    remediates = needs_remediate_pass(levels)
+    in_flight: list = []
+    structs: dict[str, struct_pb2.Struct] = {}  # built once; AnalyzeStack reuses them for outputs
     for r in stack.resources:
+        structs[r.urn] = to_struct(r.properties)
         request = analyzer_pb2.AnalyzeRequest(
-            type=r.type, properties=to_struct(r.properties), urn=r.urn, name=r.name,
+            type=r.type, properties=structs[r.urn], urn=r.urn, name=r.name,
             options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent))
-        client.Remediate(request)  # first pass, as the step generator does; this pack remediates nothing
-        # the engine pins every per-resource diagnostic to the resource it analyzed
-        collect(client.Analyze(request), r.urn)
+        if remediates:
+            client.Remediate(request)  # first pass, as the step generator does
+        # Requests go out while earlier answers are computed; answers are read in resource order.
+        in_flight.append((client.Analyze.future(request), r.urn))
+        if len(in_flight) >= ANALYZE_IN_FLIGHT:
+            future, urn = in_flight.pop(0)
+            collect(future.result(), urn)  # the engine pins a resource's diagnostics to that resource
+    for future, urn in in_flight:
+        collect(future.result(), urn)
 
     stack_request = analyzer_pb2.AnalyzeStackRequest()
     for r in stack.resources:
+        outputs = structs[r.urn] if r.outputs is r.properties else to_struct(r.outputs)
         ar = stack_request.resources.add(
-            type=r.type, properties=to_struct(r.outputs), urn=r.urn, name=r.name,
+            type=r.type, properties=outputs, urn=r.urn, name=r.name,
             options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent), parent=r.parent,
             dependencies=r.dependencies)
         for key, urns in r.property_dependencies.items():

@@ -211,4 +211,5 @@ def test_program_refuses_a_bad_switch_config_before_any_resource(edit, path, req
     requests.clear()
     with pytest.raises(pulumi.RunError, match=path.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
         run_program(_mutate(edit))
-    assert requests == {}
+    # each run registers its own root Stack before the program starts; nothing else may follow
+    assert [r.type for r in requests.values()] == ["pulumi:pulumi:Stack"]

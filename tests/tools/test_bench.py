@@ -1,0 +1,58 @@
+"""`make bench`: every size is measured in its own process, so no run can wait on another's Stack."""
+
+import pytest
+
+from tools import bench, bench_floor, mockrun
+
+
+def test_sizes_are_independent_of_order_and_each_runs_in_a_fresh_process(tmp_path, monkeypatch):
+    # Each child process records the same resource count whatever ran before it; a Stack reused
+    # across sizes would make the second size wait on the first one's Outputs and, with one
+    # process, every result would carry the same pid.
+    forward = bench.run_bench([4, 8], repeat=1, directory=tmp_path)
+    backward = bench.run_bench([8, 4], repeat=1, directory=tmp_path)
+    counts = {}
+    for result in forward + backward:
+        counts.setdefault((result["kind"], result["workers"]), set()).add(result["resources"])
+    assert all(len(c) == 1 for c in counts.values()), counts
+    assert counts[("program", 4)] == counts[("floor", 4)]  # the floor registers the same resources
+    assert counts[("program", 8)] != counts[("program", 4)]
+    pids = [r["pid"] for r in forward + backward]
+    assert len(set(pids)) == len(pids)
+
+
+def test_a_measurement_refuses_a_process_that_already_ran_a_stack(monkeypatch):
+    monkeypatch.setattr(mockrun, "runs_in_this_process", 1)
+    with pytest.raises(SystemExit, match="fresh process"):
+        bench.measure_one("program", 4, None)
+
+
+def test_two_runs_in_one_process_get_separate_root_stacks():
+    # set_mocks keeps an existing root Stack; mockrun must start each run with a new one.
+    first = mockrun.run_program(bench.scaled_lab(4), stack="first")
+    root_after_first = mockrun.get_root_resource()
+    second = mockrun.run_program(bench.scaled_lab(4), stack="second")
+    assert mockrun.get_root_resource() is not root_after_first
+    assert len(first.resources) == len(second.resources)
+    assert all(r.urn.startswith("urn:pulumi:second::") for r in second.resources)
+
+
+def test_floor_manifest_matches_the_program(tmp_path):
+    manifest = bench.record_manifest(4, tmp_path)
+    import pickle
+
+    data = pickle.loads(manifest.read_bytes())
+    program = mockrun.run_program(bench.scaled_lab(4), stack="bench4")
+    # the same resources; the order of registrations may differ between processes
+    assert sorted((r["type"], r["name"], r["parent"]) for r in data["resources"]) == sorted(
+        (r.type, r.name, r.parent_urn) for r in program.resources)
+    assert data["applies"] > len(data["resources"])  # the program's applies are counted
+    assert bench_floor.MANIFEST_VERSION == data["version"]
+
+
+def test_registration_gc_settings_are_restored_after_a_run():
+    import gc
+
+    before = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
+    mockrun.run_program(bench.scaled_lab(4), stack="gc")
+    assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == before

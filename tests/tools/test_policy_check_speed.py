@@ -1,0 +1,36 @@
+"""The policy pass skips the Remediate round when no policy remediates and pipelines Analyze:
+the verdicts must be exactly those of the one-at-a-time Remediate-then-Analyze loop."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "policies"))
+
+from policy_helpers import FIXTURES, PACK  # noqa: E402
+
+from tools import policy_check  # noqa: E402
+
+
+def _verdicts(report):
+    return [v.as_dict() for v in report.verdicts], report.not_applicable
+
+
+def test_fast_pass_gives_the_same_verdicts_as_the_cli_order(monkeypatch):
+    for fixture in ("broken-fabric.json", "broken-workloads.json", "lab.json"):
+        stack = policy_check.load_stack(FIXTURES / fixture)
+        fast = _verdicts(policy_check.check(stack, PACK))
+        with monkeypatch.context() as m:
+            m.setattr(policy_check, "ANALYZE_IN_FLIGHT", 1)
+            m.setattr(policy_check, "needs_remediate_pass", lambda levels: True)
+            slow = _verdicts(policy_check.check(stack, PACK))
+        assert fast == slow, fixture
+        if fixture != "lab.json":
+            assert fast[0], "a broken fixture must produce verdicts"
+
+
+def test_remediate_pass_only_for_a_policy_at_the_remediate_level():
+    # pulumi_policy's Remediate skips every policy whose enforcement level is not "remediate"
+    # (pulumi_policy/policy.py, PolicyAnalyzerServicer.Remediate).
+    assert not policy_check.needs_remediate_pass({"a": "advisory", "b": "mandatory", "c": "disabled"})
+    assert policy_check.needs_remediate_pass({"a": "advisory", "b": "remediate"})

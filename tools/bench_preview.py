@@ -1,0 +1,117 @@
+"""The real preview, timed: `pulumi preview` of a generated sim stack of N workers (default 512)
+with the real engine and provider plugins against vcsim on a loopback port, without and with
+`--policy-pack policies`.
+
+    python -m tools.bench_preview [--workers 512] [--tree DIR]
+
+The sim stack (Pulumi.sim.yaml: the lab mapped onto vcsim's inventory, vSphere section only) is
+widened to N workers on 128 worker hosts (vcsim started with that many hosts) and written as
+Pulumi.simbench.yaml in a temporary copy of this tree; scripts/sim-preview.sh does the rest
+(vcsim, file backend, placeholder secrets) and reports each preview's seconds. Addresses come
+from the benchmarking range 198.18.0.0/15 (RFC 2544); preview contacts none of them.
+
+Prints both previews, their resource count and the ratio. Exit 0 when both ran, 77 with
+"SKIP <reason>" when the sim stack, the engine or a provider plugin is missing, 1 on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SKIP = 77
+SIM_FILES = ("Pulumi.sim.yaml", "scripts/sim-preview.sh")
+HOSTS = 128
+
+
+def simbench_config(sim: dict, workers: int, hosts: int = HOSTS) -> dict:
+    """Pulumi.sim.yaml's document widened to `workers` workers on `hosts` vcsim hosts."""
+    doc = yaml.safe_load(yaml.safe_dump(sim))
+    vs = doc["config"]["gpu-lab:vsphere"]
+    uplinks = vs["workerHosts"][0]["rdmaUplinks"]
+    vs["workerHosts"] = [{"name": f"DC0_C0_H{i}", "rdmaUplinks": list(uplinks)} for i in range(hosts)]
+    vs["networks"]["management"]["vmCidr"] = "198.18.0.0/16"
+    vs["networks"]["rdma"]["cidr"] = "198.19.0.0/16"
+    vs["vmkAddresses"] = {"first": "198.19.0.10"}
+    vs["controlPlane"]["managementAddresses"] = {"first": "198.18.0.11"}
+    vs["workers"]["names"] = [f"simw{i + 1:04d}" for i in range(workers)]
+    vs["workers"]["managementAddresses"] = {"first": "198.18.16.1"}
+    vs["workers"]["rdmaAddresses"] = {"first": "198.19.16.1"}
+    return doc
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=source,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in files:
+        if not name or name.startswith((".venv/", ".cache/")) or not (source / name).exists():
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / name, target, follow_symlinks=False)
+
+
+def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, str]:
+    command = ["bash", str(work / "scripts/sim-preview.sh"), "--stack", "simbench"]
+    if not policy:
+        command.append("--no-policy")
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    output = done.stdout + done.stderr
+    if done.returncode == SKIP:
+        print(output.strip().splitlines()[-1])
+        raise SystemExit(SKIP)
+    if done.returncode != 0:
+        print(output[-5000:], file=sys.stderr)
+        raise SystemExit(1)
+    match = re.search(r"PASS preview.*?: (\d+) to create, (\d+)s", output)
+    if not match:
+        print(output[-3000:], file=sys.stderr)
+        raise SystemExit("no preview line in sim-preview.sh's output")
+    elapsed = time.perf_counter() - started
+    return float(match.group(2)), int(match.group(1)), f"{elapsed:.0f}s in all"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=512)
+    parser.add_argument("--tree", type=Path, default=REPO,
+                        help="the working tree to preview (default: this one)")
+    args = parser.parse_args(argv)
+    missing = [name for name in SIM_FILES if not (args.tree / name).is_file()]
+    if missing:
+        print(f"SKIP the sim stack is not in {args.tree}: no {', '.join(missing)}")
+        return SKIP
+    env = dict(os.environ)
+    env.setdefault("PULUMI_CACHE_DIR", str(REPO / ".cache" / "pulumi"))
+    env.setdefault("VENV", str(REPO / ".venv"))
+    env.setdefault("VCSIM", str(REPO / ".cache" / "bin" / "vcsim"))
+    env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
+    with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
+        work = Path(tmp)
+        _copy_tree(args.tree, work)
+        sim = yaml.safe_load((work / "Pulumi.sim.yaml").read_text())
+        (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, args.workers), sort_keys=False))
+        subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
+        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+        alone, count, _ = _preview(work, policy=False, env=env)
+        with_pack, count_pack, _ = _preview(work, policy=True, env=env)
+    print(f"real preview, {args.workers} workers ({count} resources to create), vcsim with {HOSTS} hosts:")
+    print(f"  pulumi preview                          {alone:6.0f} s")
+    print(f"  pulumi preview --policy-pack policies   {with_pack:6.0f} s  ({count_pack} to create)")
+    print(f"  the pack adds {with_pack / alone - 1:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
