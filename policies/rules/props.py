@@ -18,6 +18,8 @@ that and unwrap secrets. Nothing here raises on unknown values.
 from __future__ import annotations
 
 import re
+import threading
+import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -99,25 +101,49 @@ def keep_secret_markers() -> None:
 
     The servicer looks ``deserialize_properties`` up in its module at each call, so replacing it
     there is enough. Remediation keeps the SDK's own secret-preserving path.
+
+    The servicer also converts, decodes and wraps a resource's properties once per policy (22
+    times per resource here); each step is memoised per thread for the request at hand, so each
+    resource is converted once. Nothing downstream mutates them: the rules read copies (``plain``).
     """
     import pulumi_policy.policy as sdk  # pylint: disable=import-outside-toplevel
 
     original = getattr(sdk, "deserialize_properties", None)
-    if original is None:
+    json_format = getattr(sdk, "json_format", None)
+    proxy = getattr(sdk, "unknown_checking_proxy", None)
+    if original is None or proxy is None or not hasattr(json_format, "MessageToDict"):
         raise RuntimeError(
-            "pulumi_policy.policy.deserialize_properties is gone: this pulumi-policy version is not the "
-            "one the pack was written for (1.21); secret detection would silently stop working"
+            "pulumi_policy.policy's deserialize_properties, unknown_checking_proxy or json_format is gone: this pulumi-policy "
+            "version is not the one the pack was written for (1.21); secret detection would silently stop working"
         )
     if getattr(original, "_gpu_lab_keeps_secrets", False):
         return
 
+    last = threading.local()
+
+    def message_to_dict(message, *args, **kwargs):
+        if args or kwargs:
+            return json_format.MessageToDict(message, *args, **kwargs)
+        if getattr(last, "message", None) is not message:
+            last.message, last.converted = message, json_format.MessageToDict(message)
+        return last.converted
+
     def deserialize_properties(props, proxy_secrets=False):
         if proxy_secrets:
             return original(props, proxy_secrets)
-        return decode(props)
+        if getattr(last, "props", None) is not props:
+            last.props, last.decoded = props, decode(props)
+        return last.decoded
+
+    def unknown_checking_proxy(props):
+        if getattr(last, "unwrapped", None) is not props:
+            last.unwrapped, last.proxied = props, proxy(props)
+        return last.proxied
 
     deserialize_properties._gpu_lab_keeps_secrets = True  # type: ignore[attr-defined]
     sdk.deserialize_properties = deserialize_properties
+    sdk.json_format = types.SimpleNamespace(MessageToDict=message_to_dict)
+    sdk.unknown_checking_proxy = unknown_checking_proxy
 
 
 # ---------------------------------------------------------------- proxy -> plain
@@ -235,9 +261,19 @@ def truthy(v: Any) -> bool:
 # ---------------------------------------------------------------- resources
 
 
+_last_props = threading.local()
+
+
 def props_of(resource_or_args: Any) -> dict:
-    """Plain properties of a ResourceValidationArgs or a PolicyResource."""
-    return plain(resource_or_args.props)
+    """Plain properties of a ResourceValidationArgs or a PolicyResource (read-only: shared by rules).
+
+    Every rule of a request gets the same proxy (see ``keep_secret_markers``), so the copy is made
+    once per resource rather than once per rule.
+    """
+    source = resource_or_args.props
+    if getattr(_last_props, "source", None) is not source:
+        _last_props.source, _last_props.plain = source, plain(source)
+    return _last_props.plain
 
 
 def type_chain(urn: str) -> list[str]:
