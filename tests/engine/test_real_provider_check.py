@@ -27,6 +27,8 @@ from pulumi.output import Unknown  # noqa: E402
 from pulumi.runtime import rpc  # noqa: E402
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc  # noqa: E402
 
+pytestmark = pytest.mark.built_by_hand
+
 ROOT = Path(__file__).resolve().parents[2]
 PINS = dict(re.findall(r"^pulumi-(vsphere|command)==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M))
 

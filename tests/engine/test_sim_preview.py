@@ -21,6 +21,7 @@ SKIPPED = 77  # the script's exit code when the engine or a plugin is missing
 _TIMEOUT_S = 600  # ~20 s on 2 idle cores
 
 
+@pytest.mark.built_by_hand
 def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
     proc = subprocess.run(
         ["bash", str(SCRIPT), "--stack", "sim"],
