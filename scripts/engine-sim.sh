@@ -14,8 +14,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PULUMI_CACHE_DIR:-$ROOT/.cache/pulumi}
 VENV=${VENV:-$ROOT/.venv}
 PY=$VENV/bin/python
-VCSIM=${VCSIM:-$ROOT/.cache/bin/vcsim}
-[[ -x $VCSIM ]] || VCSIM=$(command -v vcsim || true)
+# shellcheck source=scripts/lib-vcsim.sh
+source "$ROOT/scripts/lib-vcsim.sh"
+find_vcsim
 [[ -x $CACHE/bin/pulumi ]] || { echo "FAIL no Pulumi engine in $CACHE: run make setup-pulumi"; exit 1; }
 [[ -n $VCSIM ]] || { echo "FAIL no vcsim: run scripts/install-vcsim.sh"; exit 1; }
 
@@ -29,18 +30,8 @@ SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 SIM_USER=lab-admin  # vcsim refuses user names with '@'
 PACK=$ROOT/policies
 
-WORK=$(mktemp -d /tmp/engine-sim.XXXXXX)
+make_work_dir engine-sim "${ENGINE_SIM_KEEP:-0}"
 export PULUMI_BACKEND_URL=file://$WORK/state
-VCSIM_PID=
-cleanup() {
-    if [[ -n $VCSIM_PID ]]; then
-        kill "$VCSIM_PID" 2>/dev/null || true
-        wait "$VCSIM_PID" 2>/dev/null || true
-    fi
-    if [[ ${ENGINE_SIM_KEEP:-0} = 1 ]]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 PASSED=0
 T0=$SECONDS
@@ -100,17 +91,7 @@ expect_state() {
 }
 
 # ---------------------------------------------------------------- vcsim
-"$VCSIM" -l 127.0.0.1:0 -username "$SIM_USER" -password "$SIM_PASSWORD" \
-    >"$WORK/vcsim.out" 2>"$WORK/vcsim.err" </dev/null &
-VCSIM_PID=$!
-SIM_PORT=
-for _ in $(seq 200); do  # port 0: the kernel picks a free port, vcsim prints it
-    SIM_PORT=$(grep -o 'GOVC_URL=https://[^ ]*@127\.0\.0\.1:[0-9]*' "$WORK/vcsim.out" | grep -o '[0-9]*$' || true)
-    [[ -n $SIM_PORT ]] && break
-    kill -0 "$VCSIM_PID" 2>/dev/null || break
-    sleep 0.1
-done
-[[ -n $SIM_PORT ]] || { cat "$WORK/vcsim.err"; fail "vcsim did not start"; }
+start_vcsim "$SIM_USER" "$SIM_PASSWORD"
 read -r HOST VM_ID VM_NAME < <(vsphere prepare) || fail "seeding vcsim"
 [[ -n $VM_NAME ]] || fail "seeding vcsim: no host/VM found"
 BEFORE=$(vsphere state)

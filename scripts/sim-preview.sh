@@ -24,8 +24,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${PULUMI_CACHE_DIR:-$ROOT/.cache/pulumi}
 VENV=${VENV:-$ROOT/.venv}
 PY=$VENV/bin/python
-VCSIM=${VCSIM:-$ROOT/.cache/bin/vcsim}
-[[ -x $VCSIM ]] || VCSIM=$(command -v vcsim || true)
+# shellcheck source=scripts/lib-vcsim.sh
+source "$ROOT/scripts/lib-vcsim.sh"
+find_vcsim
 
 STACK=sim UP=0 POLICY=1
 while [[ $# -gt 0 ]]; do
@@ -76,18 +77,8 @@ EOF
 )
 [[ -z $missing ]] || skip "$(echo "$missing" | paste -sd ';' -) (pulumi plugin ls; see docs/engine.md)"
 
-WORK=$(mktemp -d /tmp/sim-preview.XXXXXX)
+make_work_dir sim-preview "${SIM_KEEP:-0}"
 export PULUMI_BACKEND_URL=file://$WORK/state
-VCSIM_PID=
-cleanup() {
-    if [[ -n $VCSIM_PID ]]; then
-        kill "$VCSIM_PID" 2>/dev/null || true
-        wait "$VCSIM_PID" 2>/dev/null || true
-    fi
-    if [[ ${SIM_KEEP:-0} = 1 ]]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 T0=$SECONDS
 step_start=$SECONDS
@@ -104,17 +95,7 @@ run() {
 SIM_USER=lab-admin  # vcsim refuses user names with '@'
 SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 # shellcheck disable=SC2086  # SIM_VCSIM_ARGS is a list of flags
-"$VCSIM" -l 127.0.0.1:0 -username "$SIM_USER" -password "$SIM_PASSWORD" ${SIM_VCSIM_ARGS:-} \
-    >"$WORK/vcsim.out" 2>"$WORK/vcsim.err" </dev/null &
-VCSIM_PID=$!
-SIM_PORT=
-for _ in $(seq 300); do  # port 0: the kernel picks a free port, vcsim prints it
-    SIM_PORT=$(grep -o 'GOVC_URL=https://[^ ]*@127\.0\.0\.1:[0-9]*' "$WORK/vcsim.out" | grep -o '[0-9]*$' || true)
-    [[ -n $SIM_PORT ]] && break
-    kill -0 "$VCSIM_PID" 2>/dev/null || break
-    sleep 0.1
-done
-[[ -n $SIM_PORT ]] || { cat "$WORK/vcsim.err"; fail "vcsim did not start"; }
+start_vcsim "$SIM_USER" "$SIM_PASSWORD" ${SIM_VCSIM_ARGS:-}
 # ESXi has Net.PVRDMAVmknic (empty until PVRDMA is set up); vcsim has no such option, so it is
 # created empty on every host, as on a fresh ESXi.
 SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF' \
