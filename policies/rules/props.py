@@ -96,6 +96,28 @@ def _decode(v: Any) -> Any:
     return v
 
 
+class _RequestMemo(threading.local):
+    """Values derived from one analyzer request, per gRPC worker thread, dropped when it ends.
+
+    Keyed by the identity of their source object; the sources are held too, so no id is reused
+    while the request runs.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, int], tuple[Any, Any]] | None = None
+
+    def get(self, step: str, source: Any, derive: Callable[[Any], Any]) -> Any:
+        if self.entries is None:  # outside a request: nothing to share
+            return derive(source)
+        key = (step, id(source))
+        if key not in self.entries:
+            self.entries[key] = (source, derive(source))
+        return self.entries[key][1]
+
+
+_MEMO = _RequestMemo()
+
+
 def keep_secret_markers() -> None:
     """Make the running pack see secrets as ``Secret`` objects (call before building the pack).
 
@@ -103,47 +125,55 @@ def keep_secret_markers() -> None:
     there is enough. Remediation keeps the SDK's own secret-preserving path.
 
     The servicer also converts, decodes and wraps a resource's properties once per policy (22
-    times per resource here); each step is memoised per thread for the request at hand, so each
-    resource is converted once. Nothing downstream mutates them: the rules read copies (``plain``).
+    times per resource in Analyze, and every resource once per stack policy in AnalyzeStack).
+    Within one request each step is memoised, so each resource is converted once; the memo is
+    dropped when the request ends. Nothing downstream mutates these values: the SDK wraps them
+    in read-only proxies and the rules read copies (``plain``), which are shared the same way.
     """
     import pulumi_policy.policy as sdk  # pylint: disable=import-outside-toplevel
 
     original = getattr(sdk, "deserialize_properties", None)
     json_format = getattr(sdk, "json_format", None)
     proxy = getattr(sdk, "unknown_checking_proxy", None)
-    if original is None or proxy is None or not hasattr(json_format, "MessageToDict"):
+    servicer = getattr(sdk, "_PolicyAnalyzerServicer", None)
+    if (original is None or proxy is None or not hasattr(json_format, "MessageToDict")
+            or not all(hasattr(servicer, m) for m in ("Analyze", "AnalyzeStack"))):
         raise RuntimeError(
-            "pulumi_policy.policy's deserialize_properties, unknown_checking_proxy or json_format is gone: this pulumi-policy "
-            "version is not the one the pack was written for (1.21); secret detection would silently stop working"
+            "pulumi_policy.policy's deserialize_properties, unknown_checking_proxy, json_format or "
+            "_PolicyAnalyzerServicer is gone: this pulumi-policy version is not the one the pack was "
+            "written for (1.21); secret detection would silently stop working"
         )
     if getattr(original, "_gpu_lab_keeps_secrets", False):
         return
 
-    last = threading.local()
-
     def message_to_dict(message, *args, **kwargs):
         if args or kwargs:
             return json_format.MessageToDict(message, *args, **kwargs)
-        if getattr(last, "message", None) is not message:
-            last.message, last.converted = message, json_format.MessageToDict(message)
-        return last.converted
+        return _MEMO.get("dict", message, json_format.MessageToDict)
 
     def deserialize_properties(props, proxy_secrets=False):
         if proxy_secrets:
             return original(props, proxy_secrets)
-        if getattr(last, "props", None) is not props:
-            last.props, last.decoded = props, decode(props)
-        return last.decoded
+        return _MEMO.get("decoded", props, decode)
 
     def unknown_checking_proxy(props):
-        if getattr(last, "unwrapped", None) is not props:
-            last.unwrapped, last.proxied = props, proxy(props)
-        return last.proxied
+        return _MEMO.get("proxy", props, proxy)
+
+    def one_memo_per_request(handler):
+        def serve(self, request, context):
+            _MEMO.entries = {}
+            try:
+                return handler(self, request, context)
+            finally:
+                _MEMO.entries = None
+        return serve
 
     deserialize_properties._gpu_lab_keeps_secrets = True  # type: ignore[attr-defined]
     sdk.deserialize_properties = deserialize_properties
     sdk.json_format = types.SimpleNamespace(MessageToDict=message_to_dict)
     sdk.unknown_checking_proxy = unknown_checking_proxy
+    servicer.Analyze = one_memo_per_request(servicer.Analyze)
+    servicer.AnalyzeStack = one_memo_per_request(servicer.AnalyzeStack)
 
 
 # ---------------------------------------------------------------- proxy -> plain
@@ -261,19 +291,13 @@ def truthy(v: Any) -> bool:
 # ---------------------------------------------------------------- resources
 
 
-_last_props = threading.local()
-
-
 def props_of(resource_or_args: Any) -> dict:
     """Plain properties of a ResourceValidationArgs or a PolicyResource (read-only: shared by rules).
 
     Every rule of a request gets the same proxy (see ``keep_secret_markers``), so the copy is made
-    once per resource rather than once per rule.
+    once per resource and request rather than once per rule.
     """
-    source = resource_or_args.props
-    if getattr(_last_props, "source", None) is not source:
-        _last_props.source, _last_props.plain = source, plain(source)
-    return _last_props.plain
+    return _MEMO.get("plain", resource_or_args.props, plain)
 
 
 def type_chain(urn: str) -> list[str]:
@@ -336,7 +360,7 @@ def stack_resources(args: Any) -> list[Res]:
             type=r.resource_type,
             name=r.name,
             urn=r.urn,
-            props=plain(r.props),
+            props=_MEMO.get("plain", r.props, plain),
             parent=r.parent.urn if getattr(r, "parent", None) is not None else None,
             prop_deps={k: [d.urn for d in v] for k, v in deps.items()} if deps else None,
             dep_types={k: [d.resource_type for d in v] for k, v in deps.items()},
