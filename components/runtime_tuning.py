@@ -8,7 +8,7 @@ left a quarter of it in young-generation collections, since nearly every young o
 survives. `relax_gc()` therefore moves what is alive (interpreter, SDK modules) out of the
 collector's sight with `gc.freeze()` and switches cyclic collection off for the rest of the
 registration; reference counting still frees all acyclic garbage at once. Peak memory at 512
-workers rises by about 4 % (README, Benchmark).
+workers rises by about 5 % (README, Benchmark).
 """
 
 from __future__ import annotations
