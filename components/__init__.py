@@ -1,1 +1,1 @@
-"""gpu-lab components: the configuration model, the renderers, and the Pulumi components."""
+"""gpu-lab components: each section's configuration model, file text and Pulumi component, and the lab plan that ties the sections together."""

@@ -11,7 +11,7 @@ import copy
 
 from components.config import load_lab
 from components.openshift.config import plan
-from components.openshift.renderers import (
+from components.openshift.files import (
     render_csr_script,
     render_dns_install,
     render_ignition_install,
@@ -21,8 +21,8 @@ from components.openshift.renderers import (
     render_wait_script,
 )
 from components.switch.config import SwitchConfig
-from components.switch.hosts import render_baremetal_script
-from components.switch.render import render_apply, render_revert
+from components.roce.host import render_baremetal_script
+from components.switch.files import render_apply, render_revert
 
 BLANK_DIR = "/var/tmp/gpu lab"
 AWKWARD_DIR = "/var/tmp/it's a $dir"

@@ -1,1 +1,1 @@
-"""The addons section: config, renderers and component (owned by its engineer)."""
+"""The addons section: config (`config.py`), the Kubernetes objects per add-on, the ClusterAddons component, and `render.py` for `make render`."""

@@ -20,7 +20,7 @@ import pulumi
 import yaml
 
 from components.addons import versions
-from components.addons.jobs import SERVICE_ACCOUNT, _job, _labels
+from components.addons.jobs import SERVICE_ACCOUNT, acceptance_job, job_labels
 from components.addons.kube import Kube, metadata, role_of
 from components.addons.rdma import privileged_scc_binding
 
@@ -105,9 +105,9 @@ def _client_job(name: str, namespace: str, image: str, command: list[str],
     container: dict[str, Any] = {"name": name, "image": image, "command": command, "volumeMounts": mounts}
     if limits:
         container["resources"] = {"limits": limits, "requests": limits}
-    return _job(name, namespace, {
+    return acceptance_job(name, namespace, {
         # These jobs carry their own client; the webhook must leave them as they are.
-        "metadata": {"labels": _labels(name), "annotations": {"auto-management/bitfusion": "none"}},
+        "metadata": {"labels": job_labels(name), "annotations": {"auto-management/bitfusion": "none"}},
         "spec": {"restartPolicy": "Never", "serviceAccountName": SERVICE_ACCOUNT,
                  "containers": [container], "volumes": volumes},
     })
@@ -288,16 +288,16 @@ def deploy_bitfusion(kube: Kube, lab: "LabConfig", secrets: "LabSecrets", worklo
     """Platform pieces always; the guide's jobs when switched on. Returns the job names."""
     bf = lab.addons.bitfusion
     token = secrets.require("bitfusion_client_token", "Bitfusion clients authenticate with the tokens archive")
-    system_secret = kube.apply("bitfusion-secret-kube-system", token_secret("kube-system", token))
-    job_secret = kube.apply("bitfusion-secret-workloads", token_secret(workload_namespace, token), after)
-    plugin = [kube.apply(role_of(m), m, [system_secret]) for m in device_plugin()]
+    system_secret = kube.register("bitfusion-secret-kube-system", token_secret("kube-system", token))
+    job_secret = kube.register("bitfusion-secret-workloads", token_secret(workload_namespace, token), after)
+    plugin = [kube.register(role_of(m), m, [system_secret]) for m in device_plugin()]
     if kube.openshift:
-        kube.apply("bitfusion-device-plugin-privileged",
+        kube.register("bitfusion-device-plugin-privileged",
                    privileged_scc_binding("bitfusion-device-plugin-privileged", "kube-system",
                                           "bitfusion-device-plugin"))
     ns = kube.namespace("bitfusion-namespace", WEBHOOK_NAMESPACE, privileged=False)
     for m in webhook(kube.openshift):
-        kube.apply(role_of(m), m, [ns, system_secret])
+        kube.register(role_of(m), m, [ns, system_secret])
     names = []
     jobs = []
     if bf.health_check:
@@ -305,7 +305,7 @@ def deploy_bitfusion(kube: Kube, lab: "LabConfig", secrets: "LabSecrets", worklo
     if bf.benchmark:
         jobs.append(benchmark_job(workload_namespace, bf.client_image, bf.gpus, bf.fraction))
     for m in jobs:
-        kube.apply(role_of(m), m, [job_secret, *plugin, *after],
+        kube.register(role_of(m), m, [job_secret, *plugin, *after],
                    delete_before_replace=True, replace_on_changes=["spec"])
         names.append(m["metadata"]["name"])
     return names

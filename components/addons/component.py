@@ -73,7 +73,7 @@ class ClusterAddons(pulumi.ComponentResource):
             # the pods in it are not (see jobs.py).
             workloads = kube.namespace("workload-namespace", workload_ns)
             for m in acceptance_access(workload_ns, kube.openshift):
-                kube.apply(role_of(m), m, [workloads])
+                kube.register(role_of(m), m, [workloads])
 
         plan = None
         network: list[pulumi.Resource] = []

@@ -96,11 +96,11 @@ def deploy_gpu_operator(kube: Kube, lab: "LabConfig", secrets: "LabSecrets",
     needed: list[pulumi.Resource] = [ns]
     if gpu.vgpu is not None:
         auth = secrets.require("registry_auth", "the vGPU guest driver image is pulled from a private registry")
-        needed.append(kube.apply("registry-secret", registry_secret(auth), [ns]))
+        needed.append(kube.register("registry-secret", registry_secret(auth), [ns]))
         token = None
         if gpu.licensing.mode == "nls":
             token = secrets.require("nvidia_license_token", "vGPU guests license through NLS")
         gridd = secrets.gridd_conf if secrets.gridd_conf is not None else render_gridd_conf(gpu.licensing)
-        needed.append(kube.apply("licensing-secret", licensing_secret(gridd, token), [ns]))
+        needed.append(kube.register("licensing-secret", licensing_secret(gridd, token), [ns]))
     return helm_release(kube, "gpu-operator", versions.GPU_OPERATOR, GPU_NAMESPACE,
                         gpu_operator_values(lab, kube.openshift), depends_on=[*needed, *after])

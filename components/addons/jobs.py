@@ -44,7 +44,7 @@ TF_CNN_BENCHMARKS = "scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py"
 # ---------------------------------------------------------------- shared pieces
 
 
-def _labels(job: str) -> dict[str, str]:
+def job_labels(job: str) -> dict[str, str]:
     return {LABEL: job}
 
 
@@ -58,17 +58,17 @@ def spread(job: str, nodes: list[str]) -> dict[str, Any]:
     return {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": on_nodes(nodes)},
         "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": _labels(job)}, "topologyKey": HOSTNAME}]},
+            {"labelSelector": {"matchLabels": job_labels(job)}, "topologyKey": HOSTNAME}]},
     }
 
 
-def _job(name: str, namespace: str, pod: dict[str, Any], backoff: int = 2,
-         deadline: Optional[int] = None) -> dict[str, Any]:
+def acceptance_job(name: str, namespace: str, pod: dict[str, Any], backoff: int = 2,
+                   deadline: Optional[int] = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"backoffLimit": backoff, "template": pod}
     if deadline:
         spec["activeDeadlineSeconds"] = deadline
     return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": metadata(name, namespace, labels=_labels(name), annotations=SKIP_AWAIT), "spec": spec}
+            "metadata": metadata(name, namespace, labels=job_labels(name), annotations=SKIP_AWAIT), "spec": spec}
 
 
 # ---------------------------------------------------------------- nvidia-smi
@@ -77,8 +77,8 @@ def _job(name: str, namespace: str, pod: dict[str, Any], backoff: int = 2,
 def nvidia_smi_job(node: str, namespace: str, image: str) -> dict[str, Any]:
     name = f"{NVIDIA_SMI}-{node}"
     gpu = {"nvidia.com/gpu": 1}
-    return _job(name, namespace, {
-        "metadata": {"labels": _labels(name)},
+    return acceptance_job(name, namespace, {
+        "metadata": {"labels": job_labels(name)},
         "spec": {
             "restartPolicy": "Never",
             "serviceAccountName": SERVICE_ACCOUNT,
@@ -116,8 +116,8 @@ def ib_write_bw_jobs(plan: RdmaPlan, nodes: list[str], addresses: list[str], nam
         (IB_SERVER, nodes[0], server_ip, ib_write_bw_command(plan.ib_device), 900),
         (IB_CLIENT, nodes[1], client_ip, ["/bin/sh", "-c", client_script], None),
     ):
-        jobs.append(_job(name, namespace, {
-            "metadata": {"labels": _labels(name),
+        jobs.append(acceptance_job(name, namespace, {
+            "metadata": {"labels": job_labels(name),
                          "annotations": {NETWORKS_ANNOTATION: plan.static_annotation(ip)}},
             "spec": {
                 "restartPolicy": "Never",
@@ -152,7 +152,7 @@ def nccl_env(transport: str, plan: RdmaPlan, gpudirect: bool) -> list[dict[str, 
 def _mpi_worker(job: str, plan: RdmaPlan, nodes: list[str], image: str, gpus: int,
                 env: list[dict[str, str]]) -> dict[str, Any]:
     return {
-        "metadata": {"labels": _labels(job), "annotations": {NETWORKS_ANNOTATION: plan.annotation()}},
+        "metadata": {"labels": job_labels(job), "annotations": {NETWORKS_ANNOTATION: plan.annotation()}},
         "spec": {
             "serviceAccountName": SERVICE_ACCOUNT,
             "affinity": spread(job, nodes),
@@ -185,7 +185,7 @@ def nccl_job(transport: str, plan: RdmaPlan, nodes: list[str], gpus: int, namesp
     # 8 B to 2 GB, doubling, one GPU per rank: the table of the DeepOps RoCE guide.
     program = [ALL_REDUCE_PERF, "-b", "8", "-e", "2G", "-f", "2", "-g", "1"]
     command = mpirun(len(nodes) * gpus, _exported(env), program)
-    return mpijob(name, namespace, workers=len(nodes), slots_per_worker=gpus, labels=_labels(name),
+    return mpijob(name, namespace, workers=len(nodes), slots_per_worker=gpus, labels=job_labels(name),
                   launcher=_mpi_launcher(name, image, command),
                   worker=_mpi_worker(name, plan, nodes, image, gpus, env))
 
@@ -204,7 +204,7 @@ def horovod_job(transport: str, plan: RdmaPlan, nodes: list[str], gpus: int, nam
     env.append({"name": "HOROVOD_MPI_THREADS_DISABLE", "value": "1" if transport == "rdma" else "0"})
     program = ["python", TF_CNN_BENCHMARKS, *tf_cnn_benchmarks_args(batches)]
     command = mpirun(len(nodes) * gpus, _exported(env), program)
-    return mpijob(name, namespace, workers=len(nodes), slots_per_worker=gpus, labels=_labels(name),
+    return mpijob(name, namespace, workers=len(nodes), slots_per_worker=gpus, labels=job_labels(name),
                   launcher=_mpi_launcher(name, image, command),
                   worker=_mpi_worker(name, plan, nodes, image, gpus, env))
 
@@ -278,7 +278,7 @@ def deploy_jobs(kube: Kube, lab: "LabConfig", plan: Optional[RdmaPlan],
     names = []
     for m in acceptance_manifests(lab, plan):
         # Job templates are immutable and names are fixed: replace by deleting first.
-        kube.apply(role_of(m), m, after,
+        kube.register(role_of(m), m, after,
                    delete_before_replace=True, replace_on_changes=["spec"])
         names.append(m["metadata"]["name"])
     return names

@@ -46,9 +46,9 @@ class Kube:
         )
 
     def namespace(self, role: str, name: str, privileged: bool = True) -> k8s.core.v1.Namespace:
-        return self.apply(role, namespace_manifest(name, privileged, self.openshift))
+        return self.register(role, namespace_manifest(name, privileged, self.openshift))
 
-    def apply(self, role: str, manifest: Mapping[str, Any], depends_on: Sequence[Optional[pulumi.Resource]] = (),
+    def register(self, role: str, manifest: Mapping[str, Any], depends_on: Sequence[Optional[pulumi.Resource]] = (),
               **kwargs: Any) -> pulumi.CustomResource:
         """Register one manifest under the typed class for its kind (CustomResource for CRDs)."""
         m = dict(manifest)

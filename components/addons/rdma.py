@@ -288,8 +288,8 @@ def deploy_network(kube: Kube, lab: "LabConfig", workload_namespace: str,
                            depends_on=[ns, *after])
     manifests = network_manifests(lab, kube.openshift, workload_namespace)
     ready: list[pulumi.Resource] = []
-    policies = [kube.apply(role_of(m), m, [release]) for m in manifests["policy"]]
-    pools = [kube.apply(role_of(m), m, policies) for m in manifests["pools"]]
-    ready += [kube.apply(role_of(m), m, [release, *after, *pools]) for m in manifests["networks"]]
-    ready += [kube.apply(role_of(m), m, [ns]) for m in manifests["plugin"]]
+    policies = [kube.register(role_of(m), m, [release]) for m in manifests["policy"]]
+    pools = [kube.register(role_of(m), m, policies) for m in manifests["pools"]]
+    ready += [kube.register(role_of(m), m, [release, *after, *pools]) for m in manifests["networks"]]
+    ready += [kube.register(role_of(m), m, [ns]) for m in manifests["plugin"]]
     return ready + pools + policies

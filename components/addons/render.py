@@ -1,4 +1,4 @@
-"""Files of the add-ons for review (`make render`); Kubernetes objects are rendered by the lead's tool.
+"""Files of the add-ons for review (`make render`); tools/render.py writes the Kubernetes objects from the plan.
 
 - addons/versions.json: every pinned chart, manifest and image, and which add-ons are on;
 - addons/gridd.conf: the vGPU guest licensing file the licensing Secret carries (unless the

@@ -1,1 +1,1 @@
-"""The openshift section: config, renderers and component (owned by its engineer)."""
+"""The openshift section: config and cluster plan (`config.py`), file text (`files.py`), the OpenShiftUpi component, and `render.py` for `make render`."""

@@ -27,7 +27,7 @@ from pulumi_command import local, remote
 
 from components.config import LabConfig
 from components.openshift.config import ClusterPlan, plan
-from components.openshift.renderers import (
+from components.openshift.files import (
     ignition_files,
     load_balancer_intent,
     network_kargs,

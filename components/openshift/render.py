@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from components.openshift.config import IGNITION_NAME, plan
-from components.openshift.renderers import (
+from components.openshift.files import (
     PXE_ROLES,
     REDACTED,
     pxe_nodes,

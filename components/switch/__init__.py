@@ -1,1 +1,1 @@
-"""The switch section: config, renderers and component (owned by its engineer)."""
+"""The switch section: config (`config.py`), switch script text (`files.py`), the SpectrumSwitch component, and `render.py` for `make render`."""

@@ -21,7 +21,7 @@ import pulumi
 from pulumi_command import remote
 
 from components.switch.config import SwitchConfig, host_side
-from components.switch.render import config_digest, render_apply, render_revert
+from components.switch.files import config_digest, render_apply, render_revert
 
 if TYPE_CHECKING:
     from components.config import LabConfig

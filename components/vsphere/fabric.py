@@ -17,7 +17,7 @@ import pulumi
 import pulumi_vsphere as vsphere
 
 from components.model import resource_slug
-from components.switch.hosts import nmlx5_module_options
+from components.roce.host import nmlx5_module_options
 from components.vsphere.config import PlannedHost, VsphereConfig
 from components.vsphere.dynamic import (
     HostAdvancedOption,

@@ -16,7 +16,7 @@ from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
 from components.openshift.config import plan
 from components.openshift.render import render_files
-from components.openshift.renderers import sha256
+from components.openshift.files import sha256
 from components.secrets import LabSecrets, MissingSecretError
 from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program, run_stack, stack_config
 
@@ -367,7 +367,7 @@ def test_malformed_install_config_secret_stops_the_program_without_showing_it(ke
 def test_whole_lab_runs_once_mocks_give_the_ignition_step_its_stdout(monkeypatch):
     # What tools.mockrun.LabMocks needs so the add-ons get the kubeconfig under mocks.
     import tools.mockrun as mockrun
-    from components.openshift.renderers import parse_ignition_stdout, placeholder_ignition_stdout
+    from components.openshift.files import parse_ignition_stdout, placeholder_ignition_stdout
 
     class WithIgnition(mockrun.LabMocks):
         def new_resource(self, args):

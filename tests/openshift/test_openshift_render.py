@@ -18,7 +18,7 @@ from openshift_helpers import sections, tool
 from components.config import load_lab
 from components.openshift.config import plan
 from components.openshift.render import render_files
-from components.openshift.renderers import (
+from components.openshift.files import (
     load_balancer_intent,
     network_kargs,
     parse_ignition_stdout,

@@ -37,7 +37,7 @@ from openshift_servers import (
 from components.config import load_lab
 from components.openshift.config import plan
 from components.openshift.render import render_files
-from components.openshift.renderers import (
+from components.openshift.files import (
     API_PORT,
     HTTP_PORT,
     HTTPS_PORT,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from components.config import load_lab
-from components.switch.hosts import mlnx_qos_pfc_list, nmlx5_module_options, render_baremetal_script, roce_tos
+from components.roce.host import mlnx_qos_pfc_list, nmlx5_module_options, render_baremetal_script, roce_tos
 from components.switch.render import render_files
 
 

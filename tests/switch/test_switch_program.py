@@ -18,7 +18,7 @@ from pulumi.runtime.sync_await import _sync_await
 import tools.mockrun as mockrun
 from components.config import load_lab
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
-from components.switch.render import config_digest, render_apply, render_revert
+from components.switch.files import config_digest, render_apply, render_revert
 from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program, stack_config
 
 SWITCH = "gpu-lab:switch:SpectrumSwitch"

@@ -10,14 +10,8 @@ import pytest
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
-from components.switch.render import (
-    config_digest,
-    nvue_port_list,
-    onyx_port_ranges,
-    render_apply,
-    render_files,
-    render_revert,
-)
+from components.switch.files import config_digest, nvue_port_list, onyx_port_ranges, render_apply, render_revert
+from components.switch.render import render_files
 from switch_sim import CumulusSwitch, OnyxSwitch, expand_nvue_interfaces, expand_onyx_ports, nvue_args
 
 

@@ -33,7 +33,7 @@ import pytest
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
-from components.switch.render import render_apply, render_revert
+from components.switch.files import render_apply, render_revert
 from switch_sim import nvue_args
 from procs import stop
 

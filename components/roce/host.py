@@ -71,7 +71,7 @@ def render_baremetal_script(
     """
     mode = "lossless (PFC + ECN)" if lossless else "lossy (ECN only)"
     matches = f"Matches switch(es) {', '.join(switches)}: {mode}, priority {pfc_priority}, trust {trust}, MTU {mtu}."
-    return shell_templates.render("components.switch", "hosts-baremetal.sh", {
+    return shell_templates.render("components.roce", "hosts-baremetal.sh", {
         "PFC": mlnx_qos_pfc_list(pfc_priority, lossless),
         "TRUST": trust,
         "MTU": mtu,
