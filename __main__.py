@@ -32,23 +32,24 @@ def main() -> None:
         check_secrets_are_secret(config, pulumi.runtime.is_config_secret)
         lab = load_lab(gpu_lab_sections(config))
         secrets = load_secrets()
-        check_required_secrets(lab, secrets)
-        check_secret_formats(lab)
+        check_required_secrets(lab.required_secrets(), secrets)
+        check_secret_formats(lab.secret_format_rules())
         vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets) if lab.vsphere is not None else None
     except (ConfigError, MissingSecretError) as err:
         raise pulumi.RunError(str(err)) from None
+    plan = lab.plan  # the facts the sections share, derived once
 
     openshift = None
-    if lab.openshift is not None:
-        openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=lab, secrets=secrets))
+    if plan.cluster is not None:
+        openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=plan.cluster, secrets=secrets))
 
     vms = None
     if lab.vsphere is not None:
         fabric = RoceFabric("roce", RoceFabricArgs(
-            vsphere=lab.vsphere, hosts=lab.hosts(), vcenter=vcenter, lossless=lab.rdma_lossless))
+            vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless))
         vms = LabVms("vms", LabVmsArgs(
             vsphere=lab.vsphere,
-            vms=lab.vms(),
+            vms=plan.vms,
             fabric=fabric,
             vcenter=vcenter,
             extra_config=openshift.vm_extra_config if openshift else {},
@@ -56,13 +57,13 @@ def main() -> None:
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("vms", vms.vm_summary)
 
-    for switch in lab.switches:
+    for switch in plan.switches:
         SpectrumSwitch(switch.name, SpectrumSwitchArgs(
-            switch=switch, lab=lab, password=secrets.switch_password(switch.name)))
+            switch=switch, hosts=plan.switch_hosts(switch), password=secrets.switch_password(switch.name)))
 
     if lab.addons.any_enabled:
         ClusterAddons("addons", ClusterAddonsArgs(
-            lab=lab,
+            lab=plan.addons,
             secrets=secrets,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
         ), pulumi.ResourceOptions(depends_on=[vms] if vms else []))

@@ -10,7 +10,10 @@ Each section lives beside the component that uses it and contributes its own rul
 `load_lab` is the single entry point: it returns a LabConfig or raises one ConfigError
 listing every problem, before any resource is registered. Each section's structure is checked
 on its own, so a typo in one section does not hide the rule problems of the others; a section's
-rules run when it and every section they read are sound.
+rules run when it and every section they read are sound. A section's rules take that section and
+the facts they read of the others (components/facts.py), never the whole LabConfig: this module
+composes the sections, and no section imports it. `LabConfig.plan` is the lab plan
+(components/lab_plan.py) the components take their arguments from.
 
 `gpu_lab_sections` gives `load_lab` every key of the `gpu-lab:` namespace the engine (or the
 mocks) hands the program, so a misspelt section is an error rather than a section left out.
@@ -20,20 +23,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Optional
+from functools import cached_property
+from typing import Any, Callable, Optional
 
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
 
-from components import addons, openshift, switch, vsphere  # noqa: F401  (section packages)
 from components.addons.config import AddonsConfig
 from components.addons.config import check as check_addons
-from components.model import ConfigError, Model, Problem, closest, echo, problems_from_validation_error
-from components.openshift.config import OpenShiftConfig
+from components.addons.config import required_secrets as addons_required_secrets
+from components.facts import PlannedHost, PlannedVm
+from components.lab_plan import LabPlan, plan_lab
+from components.model import ConfigError, Model, Problem, closest, problems_from_validation_error
+from components.openshift.config import OpenShiftConfig, pull_secret_problems, ssh_key_problems
 from components.openshift.config import check as check_openshift
+from components.secrets import SECRET_KEYS, SecretRule
 from components.switch.config import SwitchConfig
 from components.switch.config import check as check_switches
-from components.vsphere.config import PlannedHost, PlannedVm, VsphereConfig, planned_hosts, planned_vms
+from components.vsphere.config import VsphereConfig
 from components.vsphere.config import check as check_vsphere
 
 SECTIONS = ("vsphere", "openshift", "switches", "addons")
@@ -41,12 +48,14 @@ SECTIONS = ("vsphere", "openshift", "switches", "addons")
 
 NAMESPACE = "gpu-lab"
 
-# Each section's rules, and the sections they read (a rule needs all of them sound to run).
-_RULES = {
-    "vsphere": (check_vsphere, {"vsphere"}),
-    "openshift": (check_openshift, {"openshift", "vsphere"}),
-    "switches": (check_switches, {"switches", "vsphere", "openshift"}),
-    "addons": (check_addons, {"addons", "vsphere", "openshift"}),
+# Each section's rules over the lab plan, and the sections they read (a rule needs all of them
+# sound to run).
+_RULES: dict[str, tuple[Callable[["LabConfig", LabPlan], list[Problem]], set[str]]] = {
+    "vsphere": (lambda lab, plan: check_vsphere(lab.vsphere) if lab.vsphere else [], {"vsphere"}),
+    "openshift": (lambda lab, plan: check_openshift(lab.openshift, plan.vsphere) if lab.openshift else [],
+                  {"openshift", "vsphere"}),
+    "switches": (lambda lab, plan: check_switches(lab.switches, plan.vsphere), {"switches", "vsphere", "openshift"}),
+    "addons": (lambda lab, plan: check_addons(plan.addons), {"addons", "vsphere", "openshift"}),
 }
 
 
@@ -56,35 +65,50 @@ class LabConfig(Model):
     switches: list[SwitchConfig] = Field(default_factory=list)
     addons: AddonsConfig = Field(default_factory=AddonsConfig)
 
-    @property
-    def bootstrap_vm_wanted(self) -> bool:
-        """The OpenShift bootstrap VM exists only while the install needs it."""
-        return self.openshift is not None and self.openshift.bootstrap
-
-    @property
-    def rdma_lossless(self) -> bool:
-        """Whether the hosts send pause frames: only when every switch runs RoCE lossless (PFC)."""
-        return all(s.roce.pfc_mode == "lossless" for s in self.switches)
+    @cached_property
+    def plan(self) -> LabPlan:
+        """The facts the sections share, derived once (components/lab_plan.py)."""
+        return plan_lab(self.vsphere, self.openshift, self.switches, self.addons)
 
     def hosts(self) -> list[PlannedHost]:
         """Worker ESXi hosts with their RDMA uplinks and vmk address (empty without vSphere)."""
-        return planned_hosts(self.vsphere) if self.vsphere else []
+        return list(self.plan.hosts)
 
     def vms(self) -> list[PlannedVm]:
         """Every VM to create, bootstrap included only while OpenShift needs it."""
-        return planned_vms(self.vsphere, with_bootstrap=self.bootstrap_vm_wanted) if self.vsphere else []
+        return list(self.plan.vms)
 
     def problems(self, sound: Optional[set[str]] = None) -> list[Problem]:
         """The rule problems of every section whose rules can run (all of them by default)."""
         found: list[Problem] = []
         for rule, reads in _RULES.values():
             if sound is None or reads <= sound:
-                found += rule(self)
+                found += rule(self, self.plan)
         return found
+
+    def required_secrets(self) -> list[tuple[str, str]]:
+        """(LabSecrets attribute, why) for each secret the configured sections need up front."""
+        needed: list[tuple[str, str]] = []
+        if self.vsphere is not None:
+            needed.append(("vcenter_password", "the pyvmomi host and VM settings need it"))
+        if self.openshift is not None:
+            needed += [
+                ("pull_secret", "openshift is configured and install-config needs the pull secret"),
+                ("ssh_public_key", "openshift is configured and install-config needs the core user's key"),
+                ("helper_ssh_private_key", "openshift is configured and the helper node deploy connects over SSH"),
+            ]
+        if self.switches:
+            needed.append(("switch_passwords", "switches are configured"))
+        return needed + addons_required_secrets(self.plan.addons)
+
+    def secret_format_rules(self) -> dict[str, SecretRule]:
+        """gpu-lab secret key -> the consumer's own format check, for the secrets it parses."""
+        if self.openshift is None:
+            return {}
+        return {"pullSecret": pull_secret_problems, "sshPublicKey": ssh_key_problems}
 
 
 def _secret_keys() -> list[str]:
-    from components.secrets import SECRET_KEYS
     return [key for _, namespace, key, _ in SECRET_KEYS if namespace == NAMESPACE]
 
 

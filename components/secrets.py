@@ -20,7 +20,7 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -96,22 +96,12 @@ def load_secrets() -> LabSecrets:
     return LabSecrets(**values)
 
 
-def check_required_secrets(lab, secrets: LabSecrets) -> None:
-    """Fail before any resource is registered when a secret the lab needs is missing."""
-    from components.addons.config import required_secrets as addons_required_secrets
+def check_required_secrets(needed: Sequence[tuple[str, str]], secrets: LabSecrets) -> None:
+    """Fail before any resource is registered when a secret the lab needs is missing.
 
-    needed: list[tuple[str, str]] = []
-    if lab.vsphere is not None:
-        needed.append(("vcenter_password", "the pyvmomi host and VM settings need it"))
-    if lab.openshift is not None:
-        needed += [
-            ("pull_secret", "openshift is configured and install-config needs the pull secret"),
-            ("ssh_public_key", "openshift is configured and install-config needs the core user's key"),
-            ("helper_ssh_private_key", "openshift is configured and the helper node deploy connects over SSH"),
-        ]
-    if lab.switches:
-        needed.append(("switch_passwords", "switches are configured"))
-    needed += addons_required_secrets(lab)
+    needed: (LabSecrets attribute, why) for each secret the configured sections need
+    (LabConfig.required_secrets).
+    """
     problems = []
     for attribute, why in needed:
         try:
@@ -161,19 +151,20 @@ def check_secrets_are_secret(config: Mapping[str, Any], is_secret: Callable[[str
         raise ConfigError(problems, source="the stack's secrets")
 
 
-def check_secret_formats(lab) -> None:
+SecretRule = Callable[[str, str], list[Problem]]
+"""(plain value, key path) -> problems; the messages never quote the value."""
+
+
+def check_secret_formats(rules: Mapping[str, SecretRule]) -> None:
     """Fail before any resource is registered when a secret a consumer parses is malformed.
 
-    Reads the plain values once, here, and never puts them in a message: openshift-install would
-    echo a rejected pull secret whole into the Command's logged stderr.
+    rules: gpu-lab key -> the consumer's check (LabConfig.secret_format_rules). Reads the plain
+    values once, here, and never puts them in a message: openshift-install would echo a rejected
+    pull secret whole into the Command's logged stderr.
     """
-    from components.openshift.config import pull_secret_problems, ssh_key_problems
-
-    if lab.openshift is None:
-        return
     config = pulumi.Config("gpu-lab")
     problems = []
-    for key, rule in (("pullSecret", pull_secret_problems), ("sshPublicKey", ssh_key_problems)):
+    for key, rule in rules.items():
         value = config.get(key)
         if value is not None:
             problems += rule(value, f"gpu-lab:{key}")

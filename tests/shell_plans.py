@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 
 from components.config import load_lab
-from components.openshift.config import plan
 from components.openshift.files import (
     render_csr_script,
     render_dns_install,
@@ -56,7 +55,7 @@ CUMULUS = {"name": "cl-scripts", "os": "cumulus", "user": "cumulus", "management
 def openshift_plan(**changes):
     raw = copy.deepcopy(OPENSHIFT)
     raw.update(changes)
-    return plan(load_lab({"openshift": raw}))
+    return load_lab({"openshift": raw}).plan.cluster
 
 
 def rendered_scripts(awkward: bool = False) -> dict[str, str]:

@@ -34,11 +34,13 @@ NOT_OBJECT_PREFIXES = ("kubernetes:helm.sh/", "kubernetes:yaml/", "pulumi:provid
 
 
 def rendered_sections(config: dict[str, Any]) -> dict[str, str]:
-    """Each section's files (components/<section>/render.py: render_files(lab))."""
-    lab = load_lab(gpu_lab_sections(config))
+    """Each section's files (components/<section>/render.py: render_files), from the lab plan."""
+    plan = load_lab(gpu_lab_sections(config)).plan
     files: dict[str, str] = {}
-    for render_files in (render_openshift, render_switch, render_addons):
-        files.update(render_files(lab))
+    if plan.cluster is not None:
+        files.update(render_openshift(plan.cluster))
+    files.update(render_switch(list(plan.switches), plan.vsphere))
+    files.update(render_addons(plan.addons))
     return files
 
 

@@ -299,7 +299,7 @@ def stack_line_rate(stack: str, path: Optional[Path] = None) -> tuple[int, float
     from tools.stackfile import load_stack_config
 
     lab = load_lab(gpu_lab_sections(load_stack_config(stack, path)))
-    if network_mode(lab) == "sriov":
+    if network_mode(lab.plan.addons) == "sriov":
         rails = lab.addons.network.sriov.rails
         # the slowest rail bounds what an all-reduce over every rail can reach per NIC
         link = min(r.link_gbps for r in rails)

@@ -14,19 +14,18 @@ import binascii
 import io
 import posixpath
 import tarfile
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pulumi
 import yaml
 
 from components.addons import versions
+from components.addons.config import AddonsLab
 from components.addons.jobs import SERVICE_ACCOUNT, acceptance_job, job_labels
 from components.addons.kube import Kube, metadata, role_of
 from components.addons.rdma import privileged_scc_binding
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
-    from components.secrets import LabSecrets
+from components.secrets import LabSecrets
 
 SECRET = "bitfusion-secret"
 TOKEN_FILES = ("ca.crt", "client.yaml", "servers.conf")
@@ -283,7 +282,7 @@ def webhook(openshift: bool) -> list[dict[str, Any]]:
     return objects
 
 
-def deploy_bitfusion(kube: Kube, lab: "LabConfig", secrets: "LabSecrets", workload_namespace: str,
+def deploy_bitfusion(kube: Kube, lab: AddonsLab, secrets: LabSecrets, workload_namespace: str,
                      after: list[Optional[pulumi.Resource]]) -> list[str]:
     """Platform pieces always; the guide's jobs when switched on. Returns the job names."""
     bf = lab.addons.bitfusion

@@ -9,27 +9,28 @@ provider built from the kubeconfig (the OpenShift install's, or `gpu-lab:kubecon
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.addons import versions
 from components.addons.bitfusion import deploy_bitfusion
-from components.addons.config import nfd_source
+from components.addons.config import AddonsLab, nfd_source
 from components.addons.gpu import deploy_gpu_operator, deploy_nfd
 from components.addons.jobs import acceptance_access, deploy_jobs
 from components.addons.kube import Kube, role_of
 from components.addons.mpi import deploy_mpi_operator
 from components.addons.rdma import deploy_network, rdma_plan
+from components.secrets import LabSecrets
 
 
 @dataclass(frozen=True)
 class ClusterAddonsArgs:
-    lab: Any
-    """The validated LabConfig; its `addons` section says what to install."""
-    secrets: Any
-    """LabSecrets: registry_auth, nvidia_license_token, gridd_conf, bitfusion_client_token as needed."""
+    lab: AddonsLab
+    """The add-ons section (what to install) and the lab facts it reads (worker nodes, RDMA network)."""
+    secrets: LabSecrets
+    """registry_auth, nvidia_license_token, gridd_conf, bitfusion_client_token as needed."""
     kubeconfig: Optional[pulumi.Input[str]]
     """Secret kubeconfig of the cluster; None is an error naming gpu-lab:kubeconfig."""
 
@@ -60,7 +61,7 @@ class ClusterAddons(pulumi.ComponentResource):
 
         provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
                                 opts=pulumi.ResourceOptions(parent=self))
-        kube = Kube(name, self, provider, openshift=lab.openshift is not None)
+        kube = Kube(name, self, provider, openshift=lab.openshift)
         workload_ns = addons.jobs.namespace
 
         nfd = deploy_nfd(kube) if addons.nfd.enabled else None

@@ -9,15 +9,15 @@ Bitfusion wrapping of jobs. Versions live in `versions.py`, not here.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Literal, Optional
+from dataclasses import dataclass
+from typing import Literal, Optional
 
 from pydantic import Field
 
 from components.addons import versions
+from components.facts import VsphereFacts
 from components.model import Cidr, HostName, IPv4, Model, Problem, Vlan, duplicates
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 MIN_NODES = 2
 """Two-node jobs (ib_write_bw, NCCL across workers) need two different workers."""
@@ -167,7 +167,18 @@ class AddonsConfig(Model):
 # ---------------------------------------------------------------- derived facts
 
 
-def nfd_source(lab: "LabConfig") -> Optional[str]:
+@dataclass(frozen=True)
+class AddonsLab:
+    """The add-ons section and the lab facts its rules and objects read."""
+
+    addons: AddonsConfig
+    vsphere: Optional[VsphereFacts]
+    """The vSphere plan (worker VMs, RDMA network), None on bare metal."""
+    openshift: bool
+    """Whether this stack installs OpenShift: the cluster's platform, and where the kubeconfig comes from."""
+
+
+def nfd_source(lab: AddonsLab) -> Optional[str]:
     """Which one release deploys Node Feature Discovery: "nfd" (the add-on), "gpuOperator" or
     "networkOperator" (their charts' own NFD subchart), or None when nothing needs it.
 
@@ -186,26 +197,26 @@ def nfd_source(lab: "LabConfig") -> Optional[str]:
     return None
 
 
-def network_mode(lab: "LabConfig") -> str:
+def network_mode(lab: AddonsLab) -> str:
     """pvrdma on vSphere, sriov on bare metal, unless the config says otherwise."""
     return lab.addons.network.mode or ("pvrdma" if lab.vsphere is not None else "sriov")
 
 
-def worker_nodes(lab: "LabConfig") -> list[str]:
+def worker_nodes(lab: AddonsLab) -> list[str]:
     """Node names of the GPU workers the jobs run on."""
     if lab.addons.jobs.nodes is not None:
         return list(lab.addons.jobs.nodes)
-    return [vm.name for vm in lab.vms() if vm.role == "worker"]
+    return lab.vsphere.worker_names if lab.vsphere else []
 
 
-def rdma_cidr(lab: "LabConfig") -> Optional[ipaddress.IPv4Network]:
+def rdma_cidr(lab: AddonsLab) -> Optional[ipaddress.IPv4Network]:
     """The subnet the ib_write_bw pair talks on: the RDMA network, or the first SR-IOV rail."""
     if network_mode(lab) == "pvrdma":
-        return ipaddress.IPv4Network(lab.vsphere.networks.rdma.cidr) if lab.vsphere else None
+        return ipaddress.IPv4Network(lab.vsphere.rdma_cidr) if lab.vsphere else None
     return ipaddress.IPv4Network(lab.addons.network.sriov.rails[0].cidr)
 
 
-def pod_pool(lab: "LabConfig") -> Optional[ipaddress.IPv4Network]:
+def pod_pool(lab: AddonsLab) -> Optional[ipaddress.IPv4Network]:
     """Pod addresses on the PVRDMA network."""
     if lab.addons.network.pod_pool:
         return ipaddress.IPv4Network(lab.addons.network.pod_pool)
@@ -215,7 +226,7 @@ def pod_pool(lab: "LabConfig") -> Optional[ipaddress.IPv4Network]:
     return list(net.subnets(prefixlen_diff=1))[1]
 
 
-def ib_write_bw_addresses(lab: "LabConfig") -> list[str]:
+def ib_write_bw_addresses(lab: AddonsLab) -> list[str]:
     """Fixed addresses of the ib_write_bw server and client on the RDMA network."""
     if lab.addons.jobs.ib_write_bw_addresses:
         return [str(a) for a in lab.addons.jobs.ib_write_bw_addresses]
@@ -226,17 +237,15 @@ def ib_write_bw_addresses(lab: "LabConfig") -> list[str]:
     return [str(last - 2), str(last - 1)]
 
 
-def _lab_rdma_addresses(lab: "LabConfig") -> dict[str, str]:
+def _lab_rdma_addresses(lab: AddonsLab) -> dict[str, str]:
     """Addresses already taken on the RDMA network: vmk ports and worker VM NICs."""
-    taken = {h.vmk_address: f"host {h.name} (vmk)" for h in lab.hosts() if h.vmk_address}
-    taken.update({vm.rdma_address: f"VM {vm.name}" for vm in lab.vms() if vm.rdma_address})
-    return taken
+    return lab.vsphere.rdma_addresses_taken() if lab.vsphere else {}
 
 
 # ---------------------------------------------------------------- rules
 
 
-def check(lab: "LabConfig") -> list[Problem]:
+def check(lab: AddonsLab) -> list[Problem]:
     """Rules across the add-ons and the rest of the lab."""
     a = lab.addons
     p: list[Problem] = []
@@ -271,7 +280,8 @@ def check(lab: "LabConfig") -> list[Problem]:
         p.append(Problem("addons.jobs.nodes", f"node {name!r} is listed more than once"))
 
     # vGPU workers: guest driver and one vGPU per VM.
-    vgpu_profiles = {vm.vgpu_profile for vm in lab.vms() if vm.role == "worker" and vm.vgpu_profile}
+    vms = lab.vsphere.vms if lab.vsphere else ()
+    vgpu_profiles = {vm.vgpu_profile for vm in vms if vm.role == "worker" and vm.vgpu_profile}
     if a.gpu_operator.enabled and vgpu_profiles and a.gpu_operator.vgpu is None:
         p.append(Problem("addons.gpuOperator.vgpu",
                          f"worker VMs use vGPU profile {', '.join(sorted(vgpu_profiles))}, where NVIDIA's "
@@ -304,7 +314,7 @@ def check(lab: "LabConfig") -> list[Problem]:
     return p
 
 
-def _pvrdma_problems(lab: "LabConfig", nodes: list[str]) -> list[Problem]:
+def _pvrdma_problems(lab: AddonsLab, nodes: list[str]) -> list[Problem]:
     p: list[Problem] = []
     if lab.vsphere is None:
         return [Problem("addons.network.mode", "pvrdma needs the vsphere section (the worker VMs' PVRDMA NICs); "
@@ -323,7 +333,7 @@ def _pvrdma_problems(lab: "LabConfig", nodes: list[str]) -> list[Problem]:
     return p
 
 
-def _sriov_problems(lab: "LabConfig") -> list[Problem]:
+def _sriov_problems(lab: AddonsLab) -> list[Problem]:
     p: list[Problem] = []
     rails = lab.addons.network.sriov.rails
     for key, attr in (("vlan", "vlan"), ("networkName", "network_name"), ("resourceName", "resource_name"),
@@ -340,7 +350,7 @@ def _sriov_problems(lab: "LabConfig") -> list[Problem]:
     return p
 
 
-def _ib_address_problems(lab: "LabConfig") -> list[Problem]:
+def _ib_address_problems(lab: AddonsLab) -> list[Problem]:
     path = "addons.jobs.ibWriteBwAddresses"
     addresses = ib_write_bw_addresses(lab)
     net = rdma_cidr(lab)
@@ -359,11 +369,11 @@ def _ib_address_problems(lab: "LabConfig") -> list[Problem]:
     return p
 
 
-def required_secrets(lab: "LabConfig") -> list[tuple[str, str]]:
+def required_secrets(lab: AddonsLab) -> list[tuple[str, str]]:
     """(LabSecrets attribute, why) for each secret the enabled add-ons need up front."""
     a = lab.addons
     needed: list[tuple[str, str]] = []
-    if a.any_enabled and lab.openshift is None:
+    if a.any_enabled and not lab.openshift:
         needed.append(("kubeconfig", "add-ons are enabled and no OpenShift install in this stack provides a "
                                      "kubeconfig"))
     if a.gpu_operator.enabled and a.gpu_operator.vgpu is not None:

@@ -9,17 +9,15 @@ the operator's own data-center driver is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pulumi
 
 from components.addons import versions
-from components.addons.config import Licensing, nfd_source
+from components.addons.config import AddonsLab, Licensing, nfd_source
 from components.addons.kube import Kube, helm_release, metadata
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
-    from components.secrets import LabSecrets
+from components.secrets import LabSecrets
 
 NFD_NAMESPACE = "node-feature-discovery"
 GPU_NAMESPACE = "gpu-operator"
@@ -47,7 +45,7 @@ def render_gridd_conf(licensing: Licensing) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gpu_operator_values(lab: "LabConfig", openshift: bool) -> dict[str, Any]:
+def gpu_operator_values(lab: AddonsLab, openshift: bool) -> dict[str, Any]:
     gpu = lab.addons.gpu_operator
     driver: dict[str, Any] = {"enabled": True}
     if gpu.vgpu is not None:
@@ -89,7 +87,7 @@ def deploy_nfd(kube: Kube) -> pulumi.Resource:
     return helm_release(kube, "nfd", versions.NFD, NFD_NAMESPACE, nfd_values(), depends_on=[ns])
 
 
-def deploy_gpu_operator(kube: Kube, lab: "LabConfig", secrets: "LabSecrets",
+def deploy_gpu_operator(kube: Kube, lab: AddonsLab, secrets: LabSecrets,
                         after: list[Optional[pulumi.Resource]]) -> pulumi.Resource:
     gpu = lab.addons.gpu_operator
     ns = kube.namespace("gpu-operator-namespace", GPU_NAMESPACE)

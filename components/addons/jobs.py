@@ -14,17 +14,15 @@ RDMA and TCP runs, and both use the RDMA link's interfaces, so the comparison is
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pulumi
 
-from components.addons.config import ib_write_bw_addresses, worker_nodes
+from components.addons.config import AddonsLab, ib_write_bw_addresses, worker_nodes
 from components.addons.kube import SKIP_AWAIT, Kube, metadata, role_of
 from components.addons.mpi import mpijob, mpirun
 from components.addons.rdma import RdmaPlan, on_nodes
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 LABEL = "gpu-lab.io/acceptance"
 SERVICE_ACCOUNT = "gpu-lab-acceptance"
@@ -250,7 +248,7 @@ def acceptance_access(namespace: str, openshift: bool) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- assembly
 
 
-def acceptance_manifests(lab: "LabConfig", plan: Optional[RdmaPlan]) -> list[dict[str, Any]]:
+def acceptance_manifests(lab: AddonsLab, plan: Optional[RdmaPlan]) -> list[dict[str, Any]]:
     """Every enabled job, in the order the config lists them."""
     jobs = lab.addons.jobs
     ns, images, gpus = jobs.namespace, jobs.images, jobs.gpus_per_worker
@@ -272,7 +270,7 @@ def acceptance_manifests(lab: "LabConfig", plan: Optional[RdmaPlan]) -> list[dic
     return out
 
 
-def deploy_jobs(kube: Kube, lab: "LabConfig", plan: Optional[RdmaPlan],
+def deploy_jobs(kube: Kube, lab: AddonsLab, plan: Optional[RdmaPlan],
                 after: list[Optional[pulumi.Resource]]) -> list[str]:
     """Register the jobs; returns their names (for the report's log collection)."""
     names = []

@@ -21,18 +21,16 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pulumi
 
 from components.addons import versions
 from components.addons.config import (
-    CONNECTX5_PF, PVRDMA_PCI, ib_write_bw_addresses, network_mode, nfd_source, pod_pool, rdma_cidr, worker_nodes,
+    CONNECTX5_PF, PVRDMA_PCI, AddonsLab, ib_write_bw_addresses, network_mode, nfd_source, pod_pool, rdma_cidr, worker_nodes,
 )
 from components.addons.kube import Kube, helm_release, metadata, role_of
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 NAMESPACE = "nvidia-network-operator"
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
@@ -66,11 +64,11 @@ class RdmaPlan:
         return json.dumps([{"name": self.static_network, "ips": [f"{address}/{self.static_prefix}"]}])
 
 
-def rdma_plan(lab: "LabConfig") -> RdmaPlan:
+def rdma_plan(lab: AddonsLab) -> RdmaPlan:
     net = lab.addons.network
     static_prefix = rdma_cidr(lab).prefixlen if rdma_cidr(lab) else 24
     if network_mode(lab) == "pvrdma":
-        mtu = lab.vsphere.networks.rdma.mtu if lab.vsphere else 9000
+        mtu = lab.vsphere.rdma_mtu if lab.vsphere else 9000
         return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
                         ((f"rdma/{PVRDMA_RESOURCE}", 1),), net.ib_device or "vmw_pvrdma0", mtu)
     rails = net.sriov.rails
@@ -236,7 +234,7 @@ def sriov_network(name: str, rail, namespace: str, ipam: dict[str, Any], static:
             "metadata": metadata(name, NAMESPACE), "spec": spec}
 
 
-def network_manifests(lab: "LabConfig", openshift: bool, workload_namespace: str) -> dict[str, list[dict[str, Any]]]:
+def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) -> dict[str, list[dict[str, Any]]]:
     """Every object of the RDMA networking add-on, grouped by what must exist first.
 
     `policy`: NicClusterPolicy and (SR-IOV) node policies, created once the operator's CRDs are
@@ -278,7 +276,7 @@ def network_manifests(lab: "LabConfig", openshift: bool, workload_namespace: str
 # ---------------------------------------------------------------- resources
 
 
-def deploy_network(kube: Kube, lab: "LabConfig", workload_namespace: str,
+def deploy_network(kube: Kube, lab: AddonsLab, workload_namespace: str,
                    after: list[Optional[pulumi.Resource]]) -> list[pulumi.Resource]:
     """The network operator and the RDMA networks; returns what pods on them must wait for."""
     plan = rdma_plan(lab)

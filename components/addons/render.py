@@ -9,19 +9,15 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
-
 from components.addons import versions
-from components.addons.config import network_mode, worker_nodes
+from components.addons.config import AddonsLab, network_mode, worker_nodes
 from components.addons.gpu import render_gridd_conf
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 REDACTED = "<redacted>"
 
 
-def render_versions(lab: "LabConfig") -> str:
+def render_versions(lab: AddonsLab) -> str:
     charts = {name: {"chart": c.chart, "repo": c.repo, "version": c.version}
               for name, c in (("nfd", versions.NFD), ("gpuOperator", versions.GPU_OPERATOR),
                               ("networkOperator", versions.NETWORK_OPERATOR))}
@@ -39,7 +35,7 @@ def render_versions(lab: "LabConfig") -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def render_report_thresholds(lab: "LabConfig") -> str:
+def render_report_thresholds(lab: AddonsLab) -> str:
     nodes = worker_nodes(lab)
     mode = network_mode(lab) if lab.addons.network.enabled else "off"
     nics = len(lab.addons.network.sriov.rails) if mode == "sriov" else 1
@@ -50,7 +46,7 @@ def render_report_thresholds(lab: "LabConfig") -> str:
     )
 
 
-def render_files(lab: "LabConfig") -> dict[str, str]:
+def render_files(lab: AddonsLab) -> dict[str, str]:
     files = {
         "addons/versions.json": render_versions(lab),
         "addons/report-thresholds.txt": render_report_thresholds(lab),

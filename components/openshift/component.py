@@ -25,8 +25,7 @@ from typing import Optional
 import pulumi
 from pulumi_command import local, remote
 
-from components.config import LabConfig
-from components.openshift.config import ClusterPlan, plan
+from components.openshift.config import ClusterPlan
 from components.openshift.files import (
     ignition_files,
     load_balancer_intent,
@@ -54,8 +53,8 @@ PER_DIAL_TIMEOUT_S = 30
 
 @dataclass(frozen=True)
 class OpenShiftUpiArgs:
-    lab: LabConfig
-    """The validated lab; its `openshift` section must be set."""
+    cluster: ClusterPlan
+    """The resolved cluster: the openshift section with the vSphere VMs as nodes (openshift.config.plan)."""
     secrets: LabSecrets
     """pull_secret, ssh_public_key and helper_ssh_private_key are required (vcenter_password with platform vsphere)."""
     install_dir: Optional[str] = None
@@ -71,17 +70,16 @@ class OpenShiftUpi(pulumi.ComponentResource):
     install_dir: str
 
     def __init__(self, name: str, args: OpenShiftUpiArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        oc = args.lab.openshift
-        if oc is None:
-            raise ValueError("OpenShiftUpi needs a lab with an openshift section")
-        p = plan(args.lab)
+        p = args.cluster
+        oc = p.config
         super().__init__(TYPE, name, {
             "clusterName": oc.cluster_name,
             "baseDomain": oc.base_domain,
             "controlPlaneCount": len(p.of_role("control-plane")),
             "singleNode": oc.single_node,
             "bootstrap": oc.bootstrap,
-            "bootstrapNode": configured_bootstrap_node(args.lab),
+            # Also once the node is gone, so the policy pack can spot a stale backend.
+            "bootstrapNode": p.configured_bootstrap_name,
             "loadBalancer": load_balancer_intent(p),
         }, opts)
 
@@ -257,9 +255,3 @@ def stage_from_stdin_script(path: str) -> str:
 def _slug(path: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")
 
-
-def configured_bootstrap_node(lab) -> Optional[str]:
-    """The bootstrap node's name, also once it is gone, so the policy pack can spot a stale backend."""
-    if lab.vsphere is not None and lab.vsphere.bootstrap is not None:
-        return lab.vsphere.bootstrap.name
-    return next((n.name for n in lab.openshift.nodes if n.role == "bootstrap"), None)

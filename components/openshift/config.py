@@ -5,10 +5,10 @@ nodes plus a bootstrap node that goes away once bootstrapping completes, a helpe
 serves DNS (dnsmasq), load balancing (HAProxy), HTTP (images, ignition) and PXE, and compute
 nodes that may be bare-metal DGX systems booting UEFI only.
 
-Every VM of the `vsphere` section (`lab.vms()`) is a node with its planned role, address and
-MAC; `nodes` lists the bare-metal machines (address required) and, optionally, VMs to add a
-detail to (what is given must match the VM). `plan(lab)` turns the validated section into the
-resolved node list every renderer and the component use.
+Every VM the `vsphere` section plans (components.facts.VsphereFacts) is a node with its planned
+role, address and MAC; `nodes` lists the bare-metal machines (address required) and, optionally,
+VMs to add a detail to (what is given must match the VM). `plan(openshift, vsphere)` turns the
+validated section into the resolved node list every file and the component use.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ import ipaddress
 import json
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field
 
 from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, pattern_type
-from components.vsphere.config import VsphereConfig, planned_vms
-
-if TYPE_CHECKING:
-    from components.config import LabConfig
+from components.facts import VsphereFacts
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
 
@@ -189,7 +186,7 @@ class OpenShiftConfig(Model):
 
 @dataclass(frozen=True)
 class ClusterNode:
-    """One node with every fact resolved (vSphere VMs filled in from lab.vms())."""
+    """One node with every fact resolved (vSphere VMs filled in from the planned VMs)."""
 
     name: str
     role: str
@@ -214,7 +211,7 @@ class ClusterPlan:
     gateway: Optional[str]
     rdma_cidr: Optional[str]
     rdma_mtu: Optional[int]
-    vsphere: Optional[VsphereConfig] = None
+    vsphere: Optional[VsphereFacts] = None
 
     @property
     def pxe_wanted(self) -> bool:
@@ -236,6 +233,13 @@ class ClusterPlan:
 
     def of_role(self, role: str) -> list[ClusterNode]:
         return [n for n in self.nodes if n.role == role]
+
+    @property
+    def configured_bootstrap_name(self) -> Optional[str]:
+        """The bootstrap node the config names, whether or not it exists now."""
+        if self.vsphere is not None and self.vsphere.bootstrap_name is not None:
+            return self.vsphere.bootstrap_name
+        return next((n.name for n in self.config.nodes if n.role == "bootstrap"), None)
 
     @property
     def bootstrap_node(self) -> Optional[ClusterNode]:
@@ -264,37 +268,32 @@ class ClusterPlan:
         return None
 
 
-def plan(lab: "LabConfig") -> ClusterPlan:
-    """The resolved cluster of a validated lab (call after load_lab)."""
-    oc = lab.openshift
-    if oc is None:
-        raise ValueError("the lab has no openshift section")
-    vs = lab.vsphere
+def plan(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> ClusterPlan:
+    """The resolved cluster of a validated section and the vSphere plan (call after load_lab)."""
     return ClusterPlan(
         config=oc,
-        nodes=tuple(node for _, node in resolve_nodes(lab)),
+        nodes=tuple(node for _, node in resolve_nodes(oc, vsphere)),
         gateway=str(oc.networks.gateway) if oc.networks.gateway else None,
-        rdma_cidr=vs.networks.rdma.cidr if vs else None,
-        rdma_mtu=vs.networks.rdma.mtu if vs else None,
-        vsphere=vs,
+        rdma_cidr=vsphere.rdma_cidr if vsphere else None,
+        rdma_mtu=vsphere.rdma_mtu if vsphere else None,
+        vsphere=vsphere,
     )
 
 
-def resolve_nodes(lab: "LabConfig") -> list[tuple[Optional[int], ClusterNode]]:
+def resolve_nodes(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[tuple[Optional[int], ClusterNode]]:
     """(index in openshift.nodes or None, node) for every node that exists now.
 
-    Every VM of lab.vms() is a node (the template is RHCOS); an openshift.nodes entry with
+    Every VM that exists now is a node (the template is RHCOS); an openshift.nodes entry with
     platform vsphere only adds to its VM. Bare-metal nodes come from openshift.nodes alone.
     The bootstrap node is left out once `bootstrap` is false. Addresses may be None here when
     the configuration is invalid; check() reports that, plan() runs only on valid labs.
     """
-    oc = lab.openshift
     listed = {}
     for i, node in enumerate(oc.nodes):
         if node.platform == "vsphere":
             listed.setdefault(node.name, (i, node))
     out: list[tuple[Optional[int], ClusterNode]] = []
-    for vm in lab.vms():
+    for vm in (vsphere.vms if vsphere else ()):
         index, node = listed.get(vm.name, (None, None))
         address = str(node.address) if node is not None and node.address else vm.management_address
         out.append((index, ClusterNode(
@@ -324,13 +323,10 @@ def resolve_nodes(lab: "LabConfig") -> list[tuple[Optional[int], ClusterNode]]:
 # ---------------------------------------------------------------- rules
 
 
-def check(lab: "LabConfig") -> list[Problem]:
+def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]:
     """The UPI rules: node counts, unique names/addresses/MACs, networks apart, vSphere nodes real."""
-    oc = lab.openshift
-    if oc is None:
-        return []
     p: list[Problem] = []
-    resolved = resolve_nodes(lab)
+    resolved = resolve_nodes(oc, vsphere)
     roles = [n.role for _, n in resolved]
 
     control = roles.count("control-plane")
@@ -343,7 +339,7 @@ def check(lab: "LabConfig") -> list[Problem]:
     elif control < 3:
         # Report where the user wrote the control plane: the VMs' names, unless openshift.nodes lists some.
         written_in_nodes = any(n.platform == "baremetal" and n.role == "control-plane" for _, n in resolved)
-        p.append(Problem("openshift.nodes" if written_in_nodes or lab.vsphere is None else "vsphere.controlPlane.names",
+        p.append(Problem("openshift.nodes" if written_in_nodes or vsphere is None else "vsphere.controlPlane.names",
                          f"{control} control-plane node(s); OpenShift needs at least 3 for etcd quorum "
                          "(or opt into a one-node lab with singleNode: true)"))
     if roles.count("bootstrap") > 1:
@@ -353,7 +349,7 @@ def check(lab: "LabConfig") -> list[Problem]:
                          "bootstrap: true needs a bootstrap node (vsphere.bootstrap or a node with role bootstrap); "
                          "add one or set bootstrap: false"))
 
-    p += _vsphere_node_problems(lab)
+    p += _vsphere_node_problems(oc, vsphere)
 
     def where(index: Optional[int], node: ClusterNode, key: str) -> str:
         return f"openshift.nodes[{index}].{key}" if index is not None else "openshift.nodes"
@@ -393,7 +389,7 @@ def check(lab: "LabConfig") -> list[Problem]:
 
     p += _installer_name_problems(oc)
     p += _network_type_problems(oc)
-    p += _network_problems(lab, sum(1 for r in roles if r != "bootstrap"))
+    p += _network_problems(oc, vsphere, sum(1 for r in roles if r != "bootstrap"))
     p += _helper_problems(oc, {n.address for _, n in resolved})
 
     names = {n.name: n.role for _, n in resolved}
@@ -422,17 +418,16 @@ def check(lab: "LabConfig") -> list[Problem]:
     return p
 
 
-def _vsphere_node_problems(lab: "LabConfig") -> list[Problem]:
-    oc = lab.openshift
+def _vsphere_node_problems(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]:
     p: list[Problem] = []
     vsphere_nodes = [(i, n) for i, n in enumerate(oc.nodes) if n.platform == "vsphere"]
-    if lab.vsphere is None:
+    if vsphere is None:
         for i, n in vsphere_nodes:
             p.append(Problem(f"openshift.nodes[{i}].platform",
                              f"node {n.name} is a vSphere VM but the stack has no vsphere section; use baremetal"))
         return p
     # Bootstrap included even when switched off, so its entry stays valid while it is gone.
-    vms = {vm.name: vm for vm in planned_vms(lab.vsphere, with_bootstrap=True)}
+    vms = {vm.name: vm for vm in vsphere.planned_vms}
     for i, n in vsphere_nodes:
         vm = vms.get(n.name)
         if vm is None:
@@ -452,8 +447,7 @@ def _vsphere_node_problems(lab: "LabConfig") -> list[Problem]:
     return p
 
 
-def _network_problems(lab: "LabConfig", node_count: int) -> list[Problem]:
-    oc = lab.openshift
+def _network_problems(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts], node_count: int) -> list[Problem]:
     nets = oc.networks
     base = "openshift.networks"
     cluster = ipaddress.IPv4Network(nets.cluster_network.cidr)
@@ -461,8 +455,8 @@ def _network_problems(lab: "LabConfig", node_count: int) -> list[Problem]:
     named = [(f"{base}.clusterNetwork.cidr", cluster), (f"{base}.serviceNetwork", service)]
     named += [(f"{base}.machineNetwork[{i}]", ipaddress.IPv4Network(c)) for i, c in enumerate(nets.machine_network)]
     installer_checked = list(named)  # what install-config carries; the RDMA network is ours alone
-    if lab.vsphere is not None:
-        named.append(("vsphere.networks.rdma.cidr", ipaddress.IPv4Network(lab.vsphere.networks.rdma.cidr)))
+    if vsphere is not None:
+        named.append(("vsphere.networks.rdma.cidr", ipaddress.IPv4Network(vsphere.rdma_cidr)))
     p: list[Problem] = []
     for path, net in installer_checked:
         # openshift-install: "address must be specified" (pkg/validate/validate.go, SubnetCIDR)

@@ -91,14 +91,14 @@ def render_install_config(
 def _vsphere_platform(plan: ClusterPlan, password: str) -> dict:
     oc = plan.config
     vc = oc.vcenter
-    # lab.vsphere is guaranteed by the rules when platform is vsphere; the renderer stays total.
+    # The rules guarantee a vsphere section when platform is vsphere; this function stays total.
     vs = plan.vsphere
     dc = vs.datacenter if vs else ""
     topology = {
         "datacenter": dc,
         "computeCluster": f"/{dc}/host/{vs.cluster}" if vs else "",
         "datastore": f"/{dc}/datastore/{vs.datastore}" if vs else "",
-        "networks": [vs.networks.management.port_group] if vs else [],
+        "networks": [vs.vm_port_group] if vs else [],
     }
     if vs and vs.folder:
         topology["folder"] = f"/{dc}/vm/{vs.folder}"

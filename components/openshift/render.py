@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from components.openshift.config import IGNITION_NAME, plan
+from components.openshift.config import IGNITION_NAME, ClusterPlan
 from components.openshift.files import (
     PXE_ROLES,
     REDACTED,
@@ -20,15 +18,9 @@ from components.openshift.files import (
     render_pxelinux_node,
 )
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
-
-def render_files(lab: "LabConfig") -> dict[str, str]:
-    """Paths under the render directory -> contents; empty when the stack has no openshift."""
-    if lab.openshift is None:
-        return {}
-    p = plan(lab)
+def render_files(p: ClusterPlan) -> dict[str, str]:
+    """Paths under the render directory -> contents."""
     files = {
         "openshift/install-config.yaml": render_install_config(p, REDACTED, REDACTED, REDACTED),
         "openshift/dnsmasq.conf": render_dnsmasq_conf(p),

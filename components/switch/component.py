@@ -15,16 +15,14 @@ error attached to `<switch>-config`; on Cumulus the script itself names the swit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pulumi
 from pulumi_command import remote
 
-from components.switch.config import SwitchConfig, host_side
+from components.facts import HostRoce
+from components.switch.config import SwitchConfig
 from components.switch.files import config_digest, render_apply, render_revert
-
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 TYPE = "gpu-lab:switch:SpectrumSwitch"
 
@@ -33,15 +31,14 @@ TYPE = "gpu-lab:switch:SpectrumSwitch"
 class SpectrumSwitchArgs:
     switch: SwitchConfig
     """The switch's validated configuration."""
-    lab: "LabConfig"
-    """The whole lab: the hosts' PFC priority, trust and MTU the switch must match."""
+    hosts: HostRoce
+    """The hosts' PFC priority, trust and MTU the switch must match (switch.config.host_side)."""
     password: pulumi.Input[str]
     """SSH password (secret Output from LabSecrets.switch_password)."""
 
 
-def intent_properties(sw: SwitchConfig, lab: "LabConfig") -> dict[str, Any]:
+def intent_properties(sw: SwitchConfig, host: HostRoce) -> dict[str, Any]:
     """The component's registered inputs, as docs/resource-contract.md lists them for the policy pack."""
-    host = host_side(lab, sw)
     # Host-role ports stay on the switch's default VLAN, untagged: vlan 0 as in the config's Vlan type.
     ports = [{"port": port, "role": "host", "vlan": 0} for port in sw.ports.hosts]
     for rail, vlan in zip(sw.ports.rails, sw.rail_vlans()):
@@ -86,7 +83,7 @@ class SpectrumSwitch(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SpectrumSwitchArgs, opts: Optional[pulumi.ResourceOptions] = None):
         sw = args.switch
-        super().__init__(TYPE, name, intent_properties(sw, args.lab), opts)
+        super().__init__(TYPE, name, intent_properties(sw, args.hosts), opts)
         digest = config_digest(sw)
         self.command = remote.Command(
             f"{name}-config",

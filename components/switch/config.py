@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import Field
 
+from components.facts import HostRoce, VsphereFacts
 from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
-
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 # The guide's numbers and the SN2700's shared packet buffer (16 MB).
 DEFAULT_TRAFFIC_CLASS = 3
@@ -119,46 +116,30 @@ class SwitchConfig(Model):
 # ---------------------------------------------------------------- the hosts' side
 
 
-@dataclass(frozen=True)
-class HostSide:
-    """What the hosts' RoCE NICs do, and where in the config each value comes from."""
-
-    pfc_priority: int
-    trust: str
-    mtu: int
-    pfc_path: str
-    trust_path: str
-    mtu_path: str
-
-
-def host_side(lab: "LabConfig", switch: SwitchConfig) -> HostSide:
+def host_side(vsphere: Optional[VsphereFacts], switch: SwitchConfig) -> HostRoce:
     """The ESXi hosts' settings when the lab has vSphere; otherwise the bare-metal script's.
 
     hosts-baremetal.sh follows the switches' priority and trust, so only its MTU can disagree.
     """
-    if lab.vsphere is not None:
-        rdma, vds = lab.vsphere.networks.rdma, lab.vsphere.vds
-        # The uplinks carry frames up to the vDS MTU, which is at least the vmk/VM NIC MTU.
-        mtu, mtu_path = (vds.mtu, "vsphere.vds.mtu") if vds.mtu > rdma.mtu else (rdma.mtu, "vsphere.networks.rdma.mtu")
-        return HostSide(rdma.pfc_priority, rdma.trust, mtu, "vsphere.networks.rdma.pfcPriority",
-                        "vsphere.networks.rdma.trust", mtu_path)
-    return HostSide(switch.roce.pfc_priority, switch.roce.trust, BAREMETAL_MTU, "(hosts-baremetal.sh)",
+    if vsphere is not None:
+        return vsphere.roce
+    return HostRoce(switch.roce.pfc_priority, switch.roce.trust, BAREMETAL_MTU, "(hosts-baremetal.sh)",
                     "(hosts-baremetal.sh)", "(hosts-baremetal.sh: BAREMETAL_MTU)")
 
 
 # ---------------------------------------------------------------- rules
 
 
-def check(lab: "LabConfig") -> list[Problem]:
+def check(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> list[Problem]:
     """Rules across the switches and between the switches and the hosts."""
     p: list[Problem] = []
-    for i, sw in enumerate(lab.switches):
-        p += _switch_problems(lab, sw, f"switches[{i}]")
-    p += _fabric_problems(lab)
+    for i, sw in enumerate(switches):
+        p += _switch_problems(sw, vsphere, f"switches[{i}]")
+    p += _fabric_problems(switches, vsphere)
     return p
 
 
-def _switch_problems(lab: "LabConfig", sw: SwitchConfig, at: str) -> list[Problem]:
+def _switch_problems(sw: SwitchConfig, vsphere: Optional[VsphereFacts], at: str) -> list[Problem]:
     p: list[Problem] = []
     roce = sw.roce
     r = f"{at}.roce"
@@ -179,7 +160,7 @@ def _switch_problems(lab: "LabConfig", sw: SwitchConfig, at: str) -> list[Proble
                                               "so set both to the same value (guide: 3)"))
 
     # The hosts must send on the priority the switch protects, classified the same way, fitting the MTU.
-    host = host_side(lab, sw)
+    host = host_side(vsphere, sw)
     if roce.pfc_priority != host.pfc_priority:
         p.append(Problem(f"{r}.pfcPriority", f"{roce.pfc_priority} differs from the hosts' PFC priority "
                                              f"{host.pfc_priority} ({host.pfc_path}); set both to the same 0-7 value"))
@@ -220,9 +201,8 @@ def _switch_problems(lab: "LabConfig", sw: SwitchConfig, at: str) -> list[Proble
                 p.append(Problem(f"{at}.ports.rails[{k}].subnet",
                                  f"{net} overlaps rail {m}'s subnet {nets[m]}; each rail needs its own subnet "
                                  "(one NIC per subnet)"))
-        if lab.vsphere is not None:
-            mgmt = lab.vsphere.networks.management
-            for key, cidr in (("hostCidr", mgmt.host_cidr), ("vmCidr", mgmt.vm_cidr)):
+        if vsphere is not None:
+            for key, cidr in vsphere.management_cidrs:
                 if net.overlaps(ipaddress.IPv4Network(cidr)):
                     p.append(Problem(f"{at}.ports.rails[{k}].subnet",
                                      f"{net} overlaps the management network {cidr} (vsphere.networks.management."
@@ -230,9 +210,8 @@ def _switch_problems(lab: "LabConfig", sw: SwitchConfig, at: str) -> list[Proble
     return p
 
 
-def _fabric_problems(lab: "LabConfig") -> list[Problem]:
+def _fabric_problems(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> list[Problem]:
     p: list[Problem] = []
-    switches = lab.switches
     for name in duplicates([s.name for s in switches]):
         p.append(Problem("switches", f"switch name {name!r} appears more than once; names must be unique"))
     for addr in duplicates([s.management_address for s in switches]):
@@ -249,9 +228,9 @@ def _fabric_problems(lab: "LabConfig") -> list[Problem]:
                                      f"{getattr(first, attr)!r}; all switches of the fabric must agree"))
 
     # A switch's management address must not be taken by a planned host or VM address.
-    if lab.vsphere is not None:
-        taken = {h.vmk_address: f"host {h.name}'s vmk" for h in lab.hosts()}
-        for vm in lab.vms():
+    if vsphere is not None:
+        taken = {h.vmk_address: f"host {h.name}'s vmk" for h in vsphere.hosts}
+        for vm in vsphere.vms:
             for addr in (vm.management_address, vm.rdma_address):
                 if addr:
                     taken[addr] = f"VM {vm.name}"

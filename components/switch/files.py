@@ -21,13 +21,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from components.switch.config import SwitchConfig, host_side
+from components.facts import HostRoce
 from components.roce.host import render_baremetal_script
-
-if TYPE_CHECKING:
-    from components.config import LabConfig
+from components.switch.config import SwitchConfig
 
 CUMULUS_BRIDGE = "br_default"
 # NVUE takes ECN thresholds in bytes; NVIDIA states its RoCE default "150 KB" as 150000 bytes.
@@ -216,19 +212,20 @@ def config_digest(sw: SwitchConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def render_baremetal_hosts(lab: "LabConfig") -> str:
-    """hosts-baremetal.sh for the lab's switches (the rules make them agree on QoS)."""
-    first = lab.switches[0]
+def render_baremetal_hosts(switches: list[SwitchConfig], hosts: HostRoce) -> str:
+    """hosts-baremetal.sh for the lab's switches (the rules make them agree on QoS); hosts: the
+    hosts' side as the first switch sees it (host_side), for its MTU."""
+    first = switches[0]
     interfaces: list[str] = []
-    for sw in lab.switches:
+    for sw in switches:
         for rail in sw.ports.rails:
             if rail.host_interface and rail.host_interface not in interfaces:
                 interfaces.append(rail.host_interface)
     return render_baremetal_script(
         pfc_priority=first.roce.pfc_priority,
         trust=first.roce.trust,
-        mtu=host_side(lab, first).mtu,
+        mtu=hosts.mtu,
         lossless=first.roce.pfc_mode == "lossless",
         interfaces=interfaces,
-        switches=[sw.name for sw in lab.switches],
+        switches=[sw.name for sw in switches],
     )

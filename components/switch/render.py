@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Optional
 
+from components.facts import VsphereFacts
+from components.switch.config import SwitchConfig, host_side
 from components.switch.files import render_apply, render_baremetal_hosts, render_revert
 
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
-
-def render_files(lab: "LabConfig") -> dict[str, str]:
+def render_files(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> dict[str, str]:
     """Files for `make render`, relative to the output directory (no secrets in any of them)."""
     files: dict[str, str] = {}
-    for sw in lab.switches:
+    for sw in switches:
         files[f"switch/{sw.name}.{sw.os}.conf"] = render_apply(sw)
         files[f"switch/{sw.name}.{sw.os}.revert"] = render_revert(sw)
-    if lab.switches:
-        files["switch/hosts-baremetal.sh"] = render_baremetal_hosts(lab)
+    if switches:
+        files["switch/hosts-baremetal.sh"] = render_baremetal_hosts(switches, host_side(vsphere, switches[0]))
     return files

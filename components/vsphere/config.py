@@ -8,11 +8,11 @@ management host, identical worker hosts with a ConnectX RoCE uplink each, a
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import Field
 
+from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
 from components.model import (
     AddressPlan,
     AddressRange,
@@ -28,9 +28,6 @@ from components.model import (
     expand_addresses,
     pattern_type,
 )
-
-if TYPE_CHECKING:
-    from components.config import LabConfig
 
 # The RDG's minimums ("Virtual Machine Configuration").
 MIN_WORKER = {"cpus": 4, "memoryGb": 24, "diskGb": 50}
@@ -176,29 +173,6 @@ VsphereConfig.model_rebuild()
 # ---------------------------------------------------------------- derived plan
 
 
-@dataclass(frozen=True)
-class PlannedHost:
-    name: str
-    rdma_uplinks: tuple[str, ...]
-    vmk_address: str
-
-
-@dataclass(frozen=True)
-class PlannedVm:
-    """One VM as it will be created; the single place VM facts are derived."""
-
-    name: str
-    role: Literal["control-plane", "worker", "bootstrap"]
-    host: str
-    cpus: int
-    memory_gb: int
-    disk_gb: int
-    management_address: Optional[str]
-    mac: Optional[str]
-    rdma_address: Optional[str]
-    vgpu_profile: Optional[str]
-
-
 def planned_hosts(vs: VsphereConfig) -> list[PlannedHost]:
     addresses = expand_addresses(vs.vmk_addresses, len(vs.worker_hosts))
     return [
@@ -241,15 +215,35 @@ def _macs(macs: Optional[list[str]], n: int) -> list[Optional[str]]:
     return list(macs or []) + [None] * (n - len(macs or []))
 
 
+def vsphere_facts(vs: VsphereConfig, with_bootstrap: bool) -> VsphereFacts:
+    """What the other sections read from this one (with_bootstrap: the bootstrap VM exists now)."""
+    rdma, vds, mgmt = vs.networks.rdma, vs.vds, vs.networks.management
+    # The uplinks carry frames up to the vDS MTU, which is at least the vmk/VM NIC MTU.
+    mtu, mtu_path = (vds.mtu, "vsphere.vds.mtu") if vds.mtu > rdma.mtu else (rdma.mtu, "vsphere.networks.rdma.mtu")
+    return VsphereFacts(
+        hosts=tuple(planned_hosts(vs)),
+        vms=tuple(planned_vms(vs, with_bootstrap=with_bootstrap)),
+        planned_vms=tuple(planned_vms(vs, with_bootstrap=True)),
+        roce=HostRoce(rdma.pfc_priority, rdma.trust, mtu, "vsphere.networks.rdma.pfcPriority",
+                      "vsphere.networks.rdma.trust", mtu_path),
+        rdma_cidr=rdma.cidr,
+        rdma_mtu=rdma.mtu,
+        management_cidrs=(("hostCidr", mgmt.host_cidr), ("vmCidr", mgmt.vm_cidr)),
+        bootstrap_name=vs.bootstrap.name if vs.bootstrap is not None else None,
+        datacenter=vs.datacenter,
+        cluster=vs.cluster,
+        datastore=vs.datastore,
+        folder=vs.folder,
+        vm_port_group=mgmt.port_group,
+    )
+
+
 # ---------------------------------------------------------------- rules
 
 
-def check(lab: "LabConfig") -> list[Problem]:
-    """The guide's rules for the vSphere section."""
-    vs = lab.vsphere
+def check(vs: VsphereConfig) -> list[Problem]:
+    """The guide's rules for the vSphere section (it reads no other section)."""
     p: list[Problem] = []
-    if vs is None:
-        return p
     nets = vs.networks
     rdma_net = ipaddress.IPv4Network(nets.rdma.cidr)
     host_net = ipaddress.IPv4Network(nets.management.host_cidr)

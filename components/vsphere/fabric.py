@@ -18,7 +18,8 @@ import pulumi_vsphere as vsphere
 
 from components.model import resource_slug
 from components.roce.host import nmlx5_module_options
-from components.vsphere.config import PlannedHost, VsphereConfig
+from components.facts import PlannedHost
+from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import (
     HostAdvancedOption,
     HostFirewallRuleset,
@@ -37,7 +38,7 @@ CONNECTX_MODULE = "nmlx5_core"
 class RoceFabricArgs:
     vsphere: VsphereConfig
     hosts: Sequence[PlannedHost]
-    """Worker hosts with their RDMA uplinks and vmk address (LabConfig.hosts())."""
+    """Worker hosts with their RDMA uplinks and vmk address (LabPlan.hosts)."""
     vcenter: VcenterConnection
     lossless: bool = True
     """PFC on at the hosts' ConnectX ports (False when the switches run lossy, ECN only)."""

@@ -19,7 +19,8 @@ import pulumi_vsphere as vsphere
 
 from components.model import ConfigError, Problem
 from components.secrets import LabSecrets
-from components.vsphere.config import PlannedVm, VsphereConfig
+from components.facts import PlannedVm
+from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
 
@@ -69,7 +70,7 @@ def split_vcenter_address(address: str) -> tuple[str, int]:
 class LabVmsArgs:
     vsphere: VsphereConfig
     vms: Sequence[PlannedVm]
-    """Every VM to create (LabConfig.vms())."""
+    """Every VM to create (LabPlan.vms)."""
     fabric: RoceFabric
     vcenter: VcenterConnection
     extra_config: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)

@@ -8,10 +8,10 @@ runs the whole program once it imports.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import copy
 import io
 import tarfile
-from types import SimpleNamespace
 from typing import Any, Optional
 
 import pulumi
@@ -78,10 +78,8 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
         sections["vsphere"] = copy.deepcopy(VSPHERE)
     elif vsphere:
         sections["vsphere"] = vsphere
-    lab = load_lab(sections)
-    if openshift:
-        # The add-ons only ask whether OpenShift is there; its own section is tested elsewhere.
-        lab = lab.model_copy(update={"openshift": SimpleNamespace(bootstrap=False)})
+    # The add-ons only ask whether OpenShift is there; its own section is tested elsewhere.
+    addons_lab = dataclasses.replace(load_lab(sections).plan.addons, openshift=openshift)
     values = default_secrets() if secrets is None else secrets
 
     monitor = RecordingMonitor(LabMocks())
@@ -92,7 +90,7 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
     def program() -> None:
         lab_secrets = LabSecrets(**{k: pulumi.Output.secret(v) for k, v in values.items() if v is not None})
         ClusterAddons("addons", ClusterAddonsArgs(
-            lab=lab, secrets=lab_secrets,
+            lab=addons_lab, secrets=lab_secrets,
             kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None))
 
     _sync_await(run_pulumi_func(program))

@@ -54,18 +54,18 @@ def test_the_lab_stack_turns_on_the_guides_addons_but_not_bitfusion():
     assert all(on.values()), on
     assert lab.addons.gpu_operator.vgpu.repository.startswith("registry.lab.local")
     assert lab.addons.gpu_operator.licensing.mode == "nls"
-    assert network_mode(lab) == "pvrdma"
+    assert network_mode(lab.plan.addons) == "pvrdma"
 
 
 def test_defaults_follow_the_platform_and_the_ip_plan():
     lab = lab_with({"network": {"enabled": True}, "jobs": {"ibWriteBw": True}})
-    assert network_mode(lab) == "pvrdma"
-    assert worker_nodes(lab) == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    assert network_mode(lab.plan.addons) == "pvrdma"
+    assert worker_nodes(lab.plan.addons) == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
     # Upper half of 192.168.0.0/24: clear of the vmks (.24-.27) and the worker VMs (.51-.54).
-    assert str(pod_pool(lab)) == "192.168.0.128/25"
-    assert ib_write_bw_addresses(lab) == ["192.168.0.253", "192.168.0.254"]
+    assert str(pod_pool(lab.plan.addons)) == "192.168.0.128/25"
+    assert ib_write_bw_addresses(lab.plan.addons) == ["192.168.0.253", "192.168.0.254"]
     bare = lab_with({"network": {"enabled": True}, "jobs": {"nodes": ["gpu01", "gpu02"]}}, vsphere=False)
-    assert network_mode(bare) == "sriov"
+    assert network_mode(bare.plan.addons) == "sriov"
     rails = bare.addons.network.sriov.rails
     assert [(r.network_name, r.vlan, r.resource_name) for r in rails] == [
         ("sriov111", 111, "sriov_111"), ("sriov112", 112, "sriov_112")]
@@ -168,11 +168,11 @@ def test_bitfusion_needs_a_client_image():
 
 def test_required_secrets_follow_the_switches():
     lab = lab_with(full_addons())
-    needed = dict(required_secrets(lab))
+    needed = dict(required_secrets(lab.plan.addons))
     assert set(needed) == {"kubeconfig", "registry_auth", "nvidia_license_token", "bitfusion_client_token"}
     assert "gpu-lab" not in needed["kubeconfig"] and "OpenShift" in needed["kubeconfig"]
     legacy = full_addons(bitfusion={"enabled": False},
                          gpuOperator={"enabled": True, "vgpu": {"repository": "r"},
                                       "licensing": {"mode": "legacy", "serverAddress": "172.16.7.5"}})
-    assert set(dict(required_secrets(lab_with(legacy)))) == {"kubeconfig", "registry_auth"}
-    assert required_secrets(load_lab({"vsphere": copy.deepcopy(VSPHERE)})) == []
+    assert set(dict(required_secrets(lab_with(legacy).plan.addons))) == {"kubeconfig", "registry_auth"}
+    assert required_secrets(load_lab({"vsphere": copy.deepcopy(VSPHERE)}).plan.addons) == []

@@ -115,7 +115,7 @@ def test_webhook_configuration_files_parse():
 
 def test_render_files_of_the_lab():
     lab = load_lab({"vsphere": copy.deepcopy(VSPHERE), "addons": copy.deepcopy(LAB_ADDONS)})
-    files = render_files(lab)
+    files = render_files(lab.plan.addons)
     assert set(files) == {"addons/versions.json", "addons/report-thresholds.txt", "addons/licensing/gridd.conf",
                           "addons/licensing/client_configuration_token.tok"}
     assert files["addons/licensing/client_configuration_token.tok"].strip() == "<redacted>"
@@ -129,10 +129,10 @@ def test_render_files_of_the_lab():
 
 def test_render_files_without_addons_has_no_licensing():
     lab = load_lab({"vsphere": copy.deepcopy(VSPHERE)})
-    assert set(render_files(lab)) == {"addons/versions.json", "addons/report-thresholds.txt"}
+    assert set(render_files(lab.plan.addons)) == {"addons/versions.json", "addons/report-thresholds.txt"}
     bare = load_lab({"addons": full_addons(gpuOperator={"enabled": True}, bitfusion={"enabled": False},
                                            jobs={"nodes": ["gpu01", "gpu02"]})})
-    assert "--nics-per-node 2" in render_files(bare)["addons/report-thresholds.txt"]
+    assert "--nics-per-node 2" in render_files(bare.plan.addons)["addons/report-thresholds.txt"]
 
 
 def test_versions_are_pinned():

@@ -14,7 +14,6 @@ from openshift_helpers import script_values, sections
 
 from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
-from components.openshift.config import plan
 from components.openshift.render import render_files
 from components.openshift.files import sha256
 from components.secrets import LabSecrets, MissingSecretError
@@ -97,14 +96,14 @@ def test_helper_connection_is_secret_with_dial_limits(lab_run):
 
 
 def test_services_restart_only_on_a_change_of_their_own_files(lab_run):
-    files = render_files(load_lab(sections("lab")))
+    files = render_files(load_lab(sections("lab")).plan.cluster)
     dns = lab_run.named("openshift-dns").plain()
     lb = lab_run.named("openshift-lb").plain()
     assert dns["triggers"] == [sha256(files["openshift/dnsmasq.conf"]), sha256(files["openshift/hosts.dnsmasq"])]
     assert lb["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
     assert "systemctl restart dnsmasq" in dns["create"] and "reload-or-restart haproxy" in lb["create"]
     # the commands do not embed file contents, so an unchanged file changes nothing
-    paths = plan(load_lab(sections("lab"))).config.helper.paths
+    paths = load_lab(sections("lab")).plan.cluster.config.helper.paths
     assert script_values(dns["create"]) == {"USE_SUDO": "no", "STAGING_DIR": paths.staging,
                                             "HOSTS_FILE": paths.hosts_file, "DNSMASQ_CONF": paths.dnsmasq_conf}
     assert "api.sckub" not in dns["create"] and "server " not in lb["create"]
@@ -302,7 +301,7 @@ def mocks():
 
 
 def test_outputs_come_from_the_installer_and_stay_secret(mocks):
-    component = OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=load_lab(sections("lab")), secrets=secrets()))
+    component = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(sections("lab")).plan.cluster, secrets=secrets()))
     kubeconfig, secret = resolve(component.kubeconfig)
     assert kubeconfig == FAKE_FILES["kubeconfig"] and secret
     extra, secret = resolve(pulumi.Output.from_input(component.vm_extra_config["sckubm02"]))
@@ -311,14 +310,14 @@ def test_outputs_come_from_the_installer_and_stay_secret(mocks):
     assert "ip=172.16.7.12::" in extra["guestinfo.afterburn.initrd.network-kargs"]
     extra, _ = resolve(pulumi.Output.from_input(component.vm_extra_config["sckubw03"]))
     assert base64.b64decode(extra["guestinfo.ignition.config.data"]).decode() == FAKE_FILES["worker"]
-    assert set(component.vm_extra_config) == {n.name for n in plan(load_lab(sections("lab"))).nodes}
+    assert set(component.vm_extra_config) == {n.name for n in load_lab(sections("lab")).plan.cluster.nodes}
     assert component.api_url == "https://api.sckub.lab.local:6443"
 
 
 def test_install_dir_and_installer_are_configurable(mocks):
     raw = sections("lab")
     raw["openshift"]["installer"] = "/opt/ocp/4.16/openshift-install"
-    component = OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=load_lab(raw), secrets=secrets(),
+    component = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(raw).plan.cluster, secrets=secrets(),
                                                            install_dir="/srv/ocp/sckub"))
     resolve(component.kubeconfig)  # the ignition Command has been registered once this resolves
     cmd = mocks.resources["openshift-ignition"]
@@ -331,7 +330,7 @@ def test_install_dir_and_installer_are_configurable(mocks):
 
 def test_missing_helper_key_is_named():
     with pytest.raises(MissingSecretError, match="gpu-lab:helperSshPrivateKey"):
-        OpenShiftUpi("openshift", OpenShiftUpiArgs(lab=load_lab(sections("openshift")),
+        OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(sections("openshift")).plan.cluster,
                                                    secrets=secrets(helper_ssh_private_key=None)))
 
 

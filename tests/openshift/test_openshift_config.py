@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from components.config import load_lab
 from components.model import ConfigError
-from components.openshift.config import plan, pull_secret_problems, ssh_key_problems
+from components.openshift.config import pull_secret_problems, ssh_key_problems
 
 
 def problems(raw: dict) -> list[tuple[str, str]]:
@@ -20,7 +20,7 @@ def assert_problem(raw: dict, path: str, fragment: str) -> None:
 
 
 def test_lab_nodes_take_addresses_from_the_vsphere_plan(lab_sections):
-    p = plan(load_lab(lab_sections))
+    p = load_lab(lab_sections).plan.cluster
     by_name = {n.name: n for n in p.nodes}
     assert by_name["sckubbs01"].address == "172.16.7.10"
     assert [by_name[f"sckubm0{i}"].address for i in (1, 2, 3)] == ["172.16.7.11", "172.16.7.12", "172.16.7.13"]
@@ -35,7 +35,7 @@ def test_lab_nodes_take_addresses_from_the_vsphere_plan(lab_sections):
 def test_guide_stack_resolves_its_own_numbers(openshift_sections):
     lab = load_lab(openshift_sections)
     assert lab.vsphere is None and lab.vms() == []
-    p = plan(lab)
+    p = lab.plan.cluster
     assert p.domain == "dgxpod.nvidia.com"
     assert p.lb_address == "10.33.3.54"
     assert p.http_base == "http://10.33.3.18:8080"
@@ -49,14 +49,14 @@ def test_guide_stack_resolves_its_own_numbers(openshift_sections):
 def test_bootstrap_false_drops_the_bootstrap_node_and_vm(lab_sections):
     lab_sections["openshift"]["bootstrap"] = False
     lab = load_lab(lab_sections)
-    assert "sckubbs01" not in {n.name for n in plan(lab).nodes}
+    assert "sckubbs01" not in {n.name for n in lab.plan.cluster.nodes}
     assert "sckubbs01" not in {vm.name for vm in lab.vms()}
-    assert plan(lab).bootstrap_node is None
+    assert lab.plan.cluster.bootstrap_node is None
 
 
 def test_every_lab_vm_is_a_node_without_listing_it(lab_sections):
     assert "nodes" not in lab_sections["openshift"]
-    p = plan(load_lab(lab_sections))
+    p = load_lab(lab_sections).plan.cluster
     assert [(n.name, n.role, n.platform) for n in p.nodes][:2] == [
         ("sckubbs01", "bootstrap", "vsphere"), ("sckubm01", "control-plane", "vsphere")]
     assert len(p.nodes) == 8
@@ -70,7 +70,7 @@ def test_listed_vm_details_that_agree_are_accepted(lab_sections):
          "installDevice": "/dev/nvme0n1"},
         {"name": "dgx01", "role": "worker", "address": "172.16.7.81", "mac": "0c:42:a1:00:00:81"},
     ]
-    p = plan(load_lab(lab_sections))
+    p = load_lab(lab_sections).plan.cluster
     nodes = {n.name: n for n in p.nodes}
     assert nodes["sckubm01"].mac == "00:50:56:00:00:01"
     assert nodes["sckubm03"].install_device == "/dev/nvme0n1"

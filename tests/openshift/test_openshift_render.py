@@ -16,7 +16,6 @@ import yaml
 from openshift_helpers import sections, tool
 
 from components.config import load_lab
-from components.openshift.config import plan
 from components.openshift.render import render_files
 from components.openshift.files import (
     load_balancer_intent,
@@ -53,11 +52,11 @@ def lab_of(stack: str, mutate=None):
 
 
 def guide(**changes):
-    return plan(lab_of("openshift", lambda raw: raw["openshift"].update(changes)))
+    return lab_of("openshift", lambda raw: raw["openshift"].update(changes)).plan.cluster
 
 
 def lab(**changes):
-    return plan(lab_of("lab", lambda raw: raw["openshift"].update(changes)))
+    return lab_of("lab", lambda raw: raw["openshift"].update(changes)).plan.cluster
 
 
 def haproxy_sections(text: str) -> dict[str, dict]:
@@ -114,7 +113,7 @@ def test_install_config_adds_bare_metal_nodes_to_the_vm_counts():
         raw["openshift"]["nodes"] = [
             {"name": "dgx-0", "role": "worker", "address": "172.16.7.60", "mac": "0c:42:a1:00:00:60"},
         ]
-    doc = yaml.safe_load(render_install_config(plan(lab_of("lab", dgx)), PULL, SSH))
+    doc = yaml.safe_load(render_install_config(lab_of("lab", dgx).plan.cluster, PULL, SSH))
     assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 5)
 
 
@@ -124,14 +123,14 @@ def test_install_config_on_platform_vsphere_leaves_compute_replicas_at_zero():
     # our workers exist already.
     def to_vsphere(raw):
         raw["openshift"].update(platform="vsphere", vcenter={"server": "sc2vc03.lab.local", "user": "admin@lab"})
-    doc = yaml.safe_load(render_install_config(plan(lab_of("lab", to_vsphere)), PULL, SSH, "vc-pass"))
+    doc = yaml.safe_load(render_install_config(lab_of("lab", to_vsphere).plan.cluster, PULL, SSH, "vc-pass"))
     assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 0)
 
 
 def test_install_config_for_vsphere_platform_names_vcenter_and_topology():
     def to_vsphere(raw):
         raw["openshift"].update(platform="vsphere", vcenter={"server": "sc2vc03.lab.local", "user": "admin@lab"})
-    p = plan(lab_of("lab", to_vsphere))
+    p = lab_of("lab", to_vsphere).plan.cluster
     doc = yaml.safe_load(render_install_config(p, PULL, SSH, "vc-pass"))
     vc = doc["platform"]["vsphere"]["vcenters"][0]
     assert vc == {"server": "sc2vc03.lab.local", "user": "admin@lab", "password": "vc-pass", "datacenters": ["SC2"]}
@@ -145,14 +144,14 @@ def test_install_config_single_node_installs_in_place():
         oc = raw["openshift"]
         oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("master-0",)]
         oc.update(singleNode=True, bootstrap=False)
-    doc = yaml.safe_load(render_install_config(plan(lab_of("openshift", one_node)), PULL, SSH))
+    doc = yaml.safe_load(render_install_config(lab_of("openshift", one_node).plan.cluster, PULL, SSH))
     assert doc["controlPlane"]["replicas"] == 1
     assert doc["bootstrapInPlace"] == {"installationDisk": "/dev/vda"}
 
 
 @pytest.mark.parametrize("stack", ["lab", "openshift"])
 def test_render_files_writes_the_layout_with_secrets_redacted(stack):
-    files = render_files(lab_of(stack))
+    files = render_files(lab_of(stack).plan.cluster)
     expected = {
         "openshift/install-config.yaml", "openshift/dnsmasq.conf", "openshift/hosts.dnsmasq",
         "openshift/haproxy.cfg", "openshift/pxe/pxelinux.cfg/default", "openshift/pxe/grub.cfg",
@@ -166,7 +165,7 @@ def test_render_files_writes_the_layout_with_secrets_redacted(stack):
 def test_render_files_adds_a_pxelinux_file_per_bare_metal_mac():
     def macs(raw):
         raw["openshift"]["nodes"][4]["mac"] = "0C:42:A1:00:00:44"
-    files = render_files(lab_of("openshift", macs))
+    files = render_files(lab_of("openshift", macs).plan.cluster)
     assert "openshift/pxe/pxelinux.cfg/01-0c-42-a1-00-00-44" in files
 
 
@@ -212,7 +211,7 @@ def test_dnsmasq_dhcp_reserves_by_mac_only():
         oc["dhcp"] = {"enabled": True, "leaseTime": "1h"}
         oc["networks"]["gateway"] = "10.33.3.1"
         oc["nodes"][4]["mac"] = "0c:42:a1:00:00:44"
-    lines = render_dnsmasq_conf(plan(lab_of("openshift", dhcp))).splitlines()
+    lines = render_dnsmasq_conf(lab_of("openshift", dhcp).plan.cluster).splitlines()
     assert "dhcp-range=set:machine0,10.33.3.0,static,255.255.255.0,1h" in lines
     assert "dhcp-option=tag:machine0,option:router,10.33.3.1" in lines
     assert "dhcp-option=option:dns-server,10.33.3.18" in lines
@@ -263,7 +262,7 @@ def test_haproxy_ingress_nodes_override_and_compact_cluster():
 
     def compact(raw):
         raw["openshift"]["nodes"] = [n for n in raw["openshift"]["nodes"] if n["role"] != "worker"]
-    listens = haproxy_sections(render_haproxy_cfg(plan(lab_of("openshift", compact))))
+    listens = haproxy_sections(render_haproxy_cfg(lab_of("openshift", compact).plan.cluster))
     assert [n for n, _, _ in listens["ingress-https"]["servers"]] == ["master-0", "master-1", "master-2"]
 
 
@@ -316,7 +315,7 @@ def test_pxelinux_has_one_entry_per_role_with_coreos_arguments():
 def test_pxe_selects_a_known_machine_by_mac():
     def macs(raw):
         raw["openshift"]["nodes"][5].update(mac="0c:42:a1:00:00:46", installDevice="/dev/nvme0n1")
-    p = plan(lab_of("openshift", macs))
+    p = lab_of("openshift", macs).plan.cluster
     worker1 = next(n for n in p.nodes if n.name == "worker-1")
     assert pxelinux_mac_name(worker1.mac) == "01-0c-42-a1-00-00-46"
     entries = _pxelinux_entries(render_pxelinux_node(p, worker1))

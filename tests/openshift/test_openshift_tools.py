@@ -35,7 +35,6 @@ from openshift_servers import (
 )
 
 from components.config import load_lab
-from components.openshift.config import plan
 from components.openshift.render import render_files
 from components.openshift.files import (
     API_PORT,
@@ -74,7 +73,7 @@ def with_macs(raw_sections: dict) -> dict:
 @pytest.mark.parametrize("bootstrap", [True, False])
 def test_haproxy_accepts_rendered_config(tmp_path, stack, bootstrap):
     cfg = tmp_path / "haproxy.cfg"
-    cfg.write_text(render_haproxy_cfg(plan(lab_of(stack, bootstrap=bootstrap))))
+    cfg.write_text(render_haproxy_cfg(lab_of(stack, bootstrap=bootstrap).plan.cluster))
     result = subprocess.run([tool("haproxy"), "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ALERT" not in result.stdout + result.stderr
@@ -82,7 +81,7 @@ def test_haproxy_accepts_rendered_config(tmp_path, stack, bootstrap):
 
 def test_haproxy_rejects_a_broken_config(tmp_path):
     # The check above is only worth something if haproxy -c does fail on bad input.
-    text = render_haproxy_cfg(plan(lab_of("openshift"))).replace("mode tcp", "mode tcpx", 1)
+    text = render_haproxy_cfg(lab_of("openshift").plan.cluster).replace("mode tcp", "mode tcpx", 1)
     cfg = tmp_path / "haproxy.cfg"
     cfg.write_text(text)
     result = subprocess.run([tool("haproxy"), "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
@@ -96,7 +95,7 @@ class LiveProxy:
     """The rendered haproxy.cfg on loopback, each node port served by a local stand-in."""
 
     def __init__(self, tmp_path: Path, lab, unhealthy: frozenset[str] = frozenset()):
-        self.plan = plan(lab)
+        self.plan = lab.plan.cluster
         by_address = {n.address: n.name for n in self.plan.nodes}
         cert, key = make_cert(tmp_path)
         self.servers: dict[tuple[str, int], object] = {}
@@ -197,7 +196,7 @@ def test_haproxy_takes_a_control_plane_node_failing_readyz_out(live_proxy):
 
 class LiveDns:
     def __init__(self, tmp_path: Path, lab):
-        self.plan = plan(lab)
+        self.plan = lab.plan.cluster
         hosts = tmp_path / "hosts.dnsmasq"
         hosts.write_text(render_hosts(self.plan))
         conf = render_dnsmasq_conf(self.plan)
@@ -298,8 +297,8 @@ def test_dnsmasq_accepts_config_with_dhcp_reservations_and_pxe(tmp_path, stack):
     raw = with_macs(sections(stack))
     raw["openshift"]["dhcp"] = {"enabled": True}
     raw["openshift"]["networks"]["gateway"] = "10.33.3.1" if stack == "openshift" else "172.16.7.1"
-    text = render_dnsmasq_conf(plan(load_lab(raw)))
-    assert text.count("dhcp-host=") == len(plan(load_lab(raw)).nodes)
+    text = render_dnsmasq_conf(load_lab(raw).plan.cluster)
+    assert text.count("dhcp-host=") == len(load_lab(raw).plan.cluster.nodes)
     conf = tmp_path / "dnsmasq.conf"
     conf.write_text(text)
     result = subprocess.run([tool("dnsmasq"), "--test", "-C", str(conf)], capture_output=True, text=True, timeout=30)
@@ -313,7 +312,7 @@ def test_dnsmasq_accepts_config_with_dhcp_reservations_and_pxe(tmp_path, stack):
 
 @pytest.mark.parametrize("stack", ["lab", "openshift"])
 def test_ignition_validate_accepts_every_pointer(tmp_path, stack):
-    files = {k: v for k, v in render_files(lab_of(stack)).items() if k.startswith("openshift/ignition/")}
+    files = {k: v for k, v in render_files(lab_of(stack).plan.cluster).items() if k.startswith("openshift/ignition/")}
     assert sorted(Path(k).name for k in files) == ["bootstrap.ign", "master.ign", "worker.ign"]
     for rel, text in files.items():
         path = tmp_path / Path(rel).name
@@ -323,7 +322,7 @@ def test_ignition_validate_accepts_every_pointer(tmp_path, stack):
 
 
 def test_ignition_validate_rejects_a_bad_pointer(tmp_path):
-    text = render_files(lab_of("openshift"))["openshift/ignition/master.ign"]
+    text = render_files(lab_of("openshift").plan.cluster)["openshift/ignition/master.ign"]
     doc = json.loads(text)
     doc["ignition"]["config"]["merge"][0]["source"] = "10.33.3.18:8080/master.ign"  # no scheme
     path = tmp_path / "bad.ign"
@@ -334,7 +333,7 @@ def test_ignition_validate_rejects_a_bad_pointer(tmp_path):
 @pytest.mark.parametrize("stack", ["lab", "openshift"])
 def test_grub_cfg_is_valid_grub_script(tmp_path, stack):
     raw = with_macs(sections(stack))
-    for text in (render_grub_cfg(plan(load_lab(raw))), render_files(lab_of(stack))["openshift/pxe/grub.cfg"]):
+    for text in (render_grub_cfg(load_lab(raw).plan.cluster), render_files(lab_of(stack).plan.cluster)["openshift/pxe/grub.cfg"]):
         path = tmp_path / "grub.cfg"
         path.write_text(text)
         result = subprocess.run([tool("grub-script-check"), str(path)], capture_output=True, text=True, timeout=30)

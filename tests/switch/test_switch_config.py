@@ -83,10 +83,10 @@ def test_host_side_comes_from_vsphere_or_follows_the_switch_on_bare_metal(lab):
     lab["vsphere"]["networks"]["rdma"]["mtu"] = 9100
     lab["vsphere"]["vds"]["mtu"] = 9200
     cfg = load_lab(lab)
-    host = host_side(cfg, cfg.switches[0])
+    host = host_side(cfg.plan.vsphere, cfg.switches[0])
     assert (host.pfc_priority, host.trust, host.mtu, host.mtu_path) == (3, "dscp", 9200, "vsphere.vds.mtu")
     cfg = load_lab({"switches": lab["switches"]})  # bare metal: no vSphere (nor its VMs in openshift)
-    host = host_side(cfg, cfg.switches[0])
+    host = host_side(cfg.plan.vsphere, cfg.switches[0])
     assert (host.pfc_priority, host.trust, host.mtu) == (3, "dscp", 9000)
 
 

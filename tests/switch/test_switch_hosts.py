@@ -68,7 +68,8 @@ def test_baremetal_script_sets_each_rail_interface(fake_node, lab_sections):
         "ports": {"rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1"], "hostInterface": "enp5s0"},
                             {"subnet": "10.10.12.0/24", "ports": ["swp2"], "hostInterface": "enp132s0"}]},
     })
-    script = render_files(load_lab(lab_sections))["switch/hosts-baremetal.sh"]
+    lab = load_lab(lab_sections)
+    script = render_files(lab.switches, lab.plan.vsphere)["switch/hosts-baremetal.sh"]
     done = run_script(fake_node, script)
     assert done.returncode == 0, done.stderr
     assert calls(fake_node) == [

@@ -71,7 +71,7 @@ def run_switches(config: dict, passwords: dict[str, str] | None = None) -> Run:
     def program() -> None:
         for sw in lab.switches:
             SpectrumSwitch(sw.name, SpectrumSwitchArgs(
-                switch=sw, lab=lab, password=pulumi.Output.secret(passwords[sw.name])))
+                switch=sw, hosts=lab.plan.switch_hosts(sw), password=pulumi.Output.secret(passwords[sw.name])))
 
     _sync_await(run_pulumi_func(program))
     return Run(resources=monitor.recorded, outputs={}, stack="lab")

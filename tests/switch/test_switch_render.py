@@ -272,7 +272,7 @@ def test_digest_follows_the_rendered_text():
 
 def test_render_files_for_the_lab(lab_sections):
     cfg = load_lab(lab_sections)
-    files = render_files(cfg)
+    files = render_files(cfg.switches, cfg.plan.vsphere)
     assert sorted(files) == ["switch/hosts-baremetal.sh", "switch/sc2sw01.onyx.conf", "switch/sc2sw01.onyx.revert"]
     assert files["switch/sc2sw01.onyx.conf"] == render_apply(cfg.switches[0])
     assert files["switch/sc2sw01.onyx.revert"] == render_revert(cfg.switches[0])
@@ -281,4 +281,4 @@ def test_render_files_for_the_lab(lab_sections):
 
 def test_render_files_without_switches_is_empty(lab_sections):
     lab_sections.pop("switches")
-    assert render_files(load_lab(lab_sections)) == {}
+    assert render_files([], load_lab(lab_sections).plan.vsphere) == {}

@@ -1,0 +1,57 @@
+"""The lab plan: the facts the sections share, derived once from the validated sections.
+
+__main__ (through components.config.LabConfig.plan) builds it before any resource is
+registered; each component then gets its own narrow part of it. This module imports the section
+config models; no section imports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from components.addons.config import AddonsConfig, AddonsLab
+from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
+from components.openshift.config import ClusterPlan, OpenShiftConfig
+from components.openshift.config import plan as cluster_plan
+from components.switch.config import SwitchConfig, host_side
+from components.vsphere.config import VsphereConfig, vsphere_facts
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    vsphere: Optional[VsphereFacts]
+    """Worker hosts, VMs (the bootstrap VM only while OpenShift bootstraps), RDMA network, hosts' RoCE."""
+    cluster: Optional[ClusterPlan]
+    """The OpenShift cluster with every node resolved; None without the openshift section."""
+    addons: AddonsLab
+    """The add-ons section and what it reads of the rest of the lab."""
+    switches: tuple[SwitchConfig, ...]
+    rdma_lossless: bool
+    """Whether the hosts send pause frames: only when every switch runs RoCE lossless (PFC)."""
+
+    @property
+    def hosts(self) -> tuple[PlannedHost, ...]:
+        return self.vsphere.hosts if self.vsphere else ()
+
+    @property
+    def vms(self) -> tuple[PlannedVm, ...]:
+        return self.vsphere.vms if self.vsphere else ()
+
+    def switch_hosts(self, switch: SwitchConfig) -> HostRoce:
+        """The hosts' side a switch must match (the ESXi hosts', or the bare-metal script's)."""
+        return host_side(self.vsphere, switch)
+
+
+def plan_lab(vsphere: Optional[VsphereConfig], openshift: Optional[OpenShiftConfig],
+             switches: list[SwitchConfig], addons: AddonsConfig) -> LabPlan:
+    """The lab plan of validated sections (a section left out is None, or empty)."""
+    bootstrap_vm_wanted = openshift is not None and openshift.bootstrap
+    facts = vsphere_facts(vsphere, with_bootstrap=bootstrap_vm_wanted) if vsphere is not None else None
+    return LabPlan(
+        vsphere=facts,
+        cluster=cluster_plan(openshift, facts) if openshift is not None else None,
+        addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None),
+        switches=tuple(switches),
+        rdma_lossless=all(s.roce.pfc_mode == "lossless" for s in switches),
+    )
