@@ -11,13 +11,16 @@ export PATH := $(CURDIR)/.cache/bin:$(PATH)
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
-$(VENV)/.installed: requirements.lock
+$(VENV)/.installed: requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
 	$(PYTHON) -m pip install -q --require-hashes -r requirements.lock
+	# the project itself, editable and without dependencies: the policy pack imports labrules from here
+	# (the locked setuptools builds it offline)
+	$(PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-setup: $(VENV)/.installed ## virtualenv with the locked dependencies
+setup: $(VENV)/.installed ## virtualenv with the locked dependencies and the project (editable)
 
 test: setup ## every test; installs the Debian test tools (root or sudo) and vcsim; skips the engine test without setup-pulumi
 	bash scripts/install-test-tools.sh

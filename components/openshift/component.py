@@ -45,6 +45,7 @@ from components.openshift.files import (
     vm_extra_config,
 )
 from components.secrets import LabSecrets
+from labrules.openshift import API_PORT
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
 DIAL_ERROR_LIMIT = 10
@@ -93,7 +94,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
         )
 
         self.install_dir = args.install_dir or oc.install_dir or f"build/{pulumi.get_stack()}/openshift-install"
-        self.api_url = f"https://api.{p.domain}:6443"
+        self.api_url = f"https://api.{p.domain}:{API_PORT}"
 
         install_config = pulumi.Output.secret(pulumi.Output.all(pull, ssh_key, vcenter_password).apply(
             lambda v: render_install_config(p, v[0], v[1], v[2])))

@@ -26,6 +26,7 @@ from pydantic import AfterValidator, Field
 
 from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, pattern_type
 from components.facts import VsphereFacts
+from labrules.openshift import CONTROL_PLANE_NODES, LOAD_BALANCER_PORTS
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
 
@@ -336,11 +337,11 @@ def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]
         if oc.bootstrap:
             p.append(Problem("openshift.bootstrap",
                              "singleNode: true bootstraps in place; set bootstrap: false (no bootstrap node is used)"))
-    elif control < 3:
+    elif control < CONTROL_PLANE_NODES:
         # Report where the user wrote the control plane: the VMs' names, unless openshift.nodes lists some.
         written_in_nodes = any(n.platform == "baremetal" and n.role == "control-plane" for _, n in resolved)
         p.append(Problem("openshift.nodes" if written_in_nodes or vsphere is None else "vsphere.controlPlane.names",
-                         f"{control} control-plane node(s); OpenShift needs at least 3 for etcd quorum "
+                         f"{control} control-plane node(s); OpenShift needs at least {CONTROL_PLANE_NODES} for etcd quorum "
                          "(or opt into a one-node lab with singleNode: true)"))
     if roles.count("bootstrap") > 1:
         p.append(Problem("openshift.nodes", f"{roles.count('bootstrap')} bootstrap nodes; at most one is allowed"))
@@ -527,7 +528,7 @@ def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) ->
         if addr is not None and str(addr) in node_addresses:
             p.append(Problem(f"openshift.helper.{key}",
                              f"{addr} is also a node's address; the helper needs an address of its own"))
-    if helper.http_port in (80, 443, 6443, 22623) and helper.load_balancer_address in (None, helper.address):
+    if helper.http_port in LOAD_BALANCER_PORTS and helper.load_balancer_address in (None, helper.address):
         p.append(Problem("openshift.helper.httpPort",
                          f"{helper.http_port} is a load-balancer port on the same address; use another, e.g. 8080"))
     return p

@@ -17,15 +17,13 @@ import yaml
 
 from components import shell_templates
 from components.openshift.config import IGNITION_NAME, ClusterNode, ClusterPlan
+from labrules.openshift import API_PORT, HTTP_PORT, HTTPS_PORT, LOAD_BALANCER_PORTS, MACHINE_CONFIG_PORT
 
 REDACTED = "<redacted>"
 IGNITION_SPEC = "3.2.0"
 
-API_PORT = 6443
-MCS_PORT = 22623
-HTTP_PORT = 80
-HTTPS_PORT = 443
-FRONTENDS = (API_PORT, MCS_PORT, HTTP_PORT, HTTPS_PORT)
+MCS_PORT = MACHINE_CONFIG_PORT
+FRONTENDS = LOAD_BALANCER_PORTS
 
 PXE_ROLES = ("bootstrap", "control-plane", "worker")
 

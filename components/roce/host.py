@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from components import shell_templates
+from labrules.roce import PFC_PRIORITY_MAX, PFC_PRIORITY_MIN, pfc_priority_valid
 
 Trust = Literal["dscp", "pcp"]
 
@@ -22,8 +23,8 @@ _NMLX5_TRUST = {"pcp": 1, "dscp": 2}
 
 def pfc_bitmask(pfc_priority: int) -> int:
     """One bit per 802.1p priority, set for the priority PFC protects (3 -> 0x08)."""
-    if not 0 <= pfc_priority <= 7:
-        raise ValueError(f"PFC priority {pfc_priority} is outside 0-7")
+    if not pfc_priority_valid(pfc_priority):
+        raise ValueError(f"PFC priority {pfc_priority} is outside {PFC_PRIORITY_MIN}-{PFC_PRIORITY_MAX}")
     return 1 << pfc_priority
 
 

@@ -21,12 +21,19 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from components.facts import HostRoce, VsphereFacts
+from labrules.roce import (
+    DEFAULT_ECN_MAX_KB,
+    DEFAULT_ECN_MIN_KB,
+    DEFAULT_PFC_PRIORITY,
+    DEFAULT_TRAFFIC_CLASS,
+    PFC_PRIORITY_MAX,
+    PFC_PRIORITY_MIN,
+    SWITCH_MAX_MTU,
+    ecn_thresholds_ordered,
+)
 from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
 
-# The guide's numbers and the SN2700's shared packet buffer (16 MB).
-DEFAULT_TRAFFIC_CLASS = 3
-DEFAULT_ECN_MIN_KB = 150
-DEFAULT_ECN_MAX_KB = 1500
+# The SN2700's shared packet buffer (16 MB); the guide's QoS numbers are in labrules.roce.
 SN2700_BUFFER_KB = 16 * 1024
 FIRST_RAIL_VLAN = 111
 # MTU a bare-metal node's RoCE ports get when no vSphere section says otherwise.
@@ -73,7 +80,7 @@ class SwitchPorts(Model):
 class RoceSettings(Model):
     """QoS for RoCE; defaults are the guide's."""
 
-    traffic_class: int = Field(default=DEFAULT_TRAFFIC_CLASS, ge=0, le=7,
+    traffic_class: int = Field(default=DEFAULT_TRAFFIC_CLASS, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX,
                                description="egress traffic class (queue) that carries RoCE and gets ECN marking")
     ecn_min_kb: int = Field(default=DEFAULT_ECN_MIN_KB, ge=1,
                             description="queue depth (KB) where ECN marking starts")
@@ -81,9 +88,9 @@ class RoceSettings(Model):
                             description="queue depth (KB) where every ECN-capable packet is marked")
     pfc_mode: Literal["lossless", "lossy"] = Field(
         default="lossless", description="lossless: PFC + ECN; lossy: ECN only, as in the guide")
-    pfc_priority: int = Field(default=3, ge=0, le=7, description="802.1p priority that PFC protects (RoCE)")
+    pfc_priority: int = Field(default=DEFAULT_PFC_PRIORITY, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX, description="802.1p priority that PFC protects (RoCE)")
     trust: Literal["dscp", "pcp"] = Field(default="dscp", description="what the switch classifies RoCE by")
-    mtu: int = Field(default=9216, ge=1500, le=9216, description="MTU of the RoCE ports")
+    mtu: int = Field(default=SWITCH_MAX_MTU, ge=1500, le=SWITCH_MAX_MTU, description="MTU of the RoCE ports")
     buffer_kb: int = Field(default=SN2700_BUFFER_KB, ge=1,
                            description="shared packet buffer of the switch in KB (SN2700: 16 MB); ECN thresholds must fit")
 
@@ -145,10 +152,10 @@ def _switch_problems(sw: SwitchConfig, vsphere: Optional[VsphereFacts], at: str)
     r = f"{at}.roce"
 
     # ECN thresholds: a ramp from min to max that fits in the switch's buffer.
-    if roce.ecn_min_kb >= roce.ecn_max_kb:
+    if not ecn_thresholds_ordered(roce.ecn_min_kb, roce.ecn_max_kb):
         p.append(Problem(f"{r}.ecnMinKb", f"{roce.ecn_min_kb} is not below ecnMaxKb {roce.ecn_max_kb}; marking "
                                           "ramps up between the two, so the minimum must be below the maximum "
-                                          "(guide: 150 and 1500)"))
+                                          f"(guide: {DEFAULT_ECN_MIN_KB} and {DEFAULT_ECN_MAX_KB})"))
     for key, value in (("ecnMinKb", roce.ecn_min_kb), ("ecnMaxKb", roce.ecn_max_kb)):
         if value > roce.buffer_kb:
             p.append(Problem(f"{r}.{key}", f"{value} KB is beyond the switch's {roce.buffer_kb} KB shared buffer "
@@ -169,7 +176,7 @@ def _switch_problems(sw: SwitchConfig, vsphere: Optional[VsphereFacts], at: str)
                                        f"({host.trust_path}); set both to 'dscp' or both to 'pcp'"))
     if roce.mtu < host.mtu:
         p.append(Problem(f"{r}.mtu", f"{roce.mtu} is below the hosts' MTU {host.mtu} ({host.mtu_path}); "
-                                     f"allowed: {host.mtu}-9216"))
+                                     f"allowed: {host.mtu}-{SWITCH_MAX_MTU}"))
 
     # Ports: the OS's naming, and one role per port.
     pattern, example = PORT_PATTERNS[sw.os]

@@ -13,6 +13,20 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
+from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_MIN
+from labrules.vsphere import (
+    HARDWARE_VERSIONS,
+    LACP_ALLOWED_ON_RDMA_UPLINKS,
+    MIN_BOOTSTRAP,
+    MIN_CONTROL_PLANE,
+    MIN_WORKER,
+    PVRDMA_MIN_HARDWARE_VERSION,
+    RDMA_MIN_MTU,
+    RDMA_UPLINKS_PER_HOST,
+    VDS_MIN_VERSION,
+    VDS_VERSIONS,
+    vds_version_supports_pvrdma,
+)
 from components.model import (
     AddressPlan,
     AddressRange,
@@ -29,21 +43,8 @@ from components.model import (
     pattern_type,
 )
 
-# The RDG's minimums ("Virtual Machine Configuration").
-MIN_WORKER = {"cpus": 4, "memoryGb": 24, "diskGb": 50}
-MIN_CONTROL_PLANE = {"cpus": 4, "memoryGb": 16, "diskGb": 50}
-# OpenShift's documented bootstrap minimum.
-MIN_BOOTSTRAP = {"cpus": 4, "memoryGb": 16, "diskGb": 100}
-RDMA_MIN_MTU = 9000
-# PVRDMA needs virtual hardware 13 or later (VMware vSphere Networking, "PVRDMA Support":
-# https://docs.vmware.com/en/VMware-vSphere/8.0/vsphere-networking/GUID-4A5EBD44-FB1E-4A83-BB47-BBC65181E1C2.html).
-# pulumi-vsphere 4.18.2 accepts 4, 7-11, 13-15, 17-22 (pulumi_vsphere/virtual_machine.py, hardware_version)
-# and refuses to downgrade a VM (terraform-provider-vsphere, vsphere/internal/helper/virtualmachine/
-# virtual_machine_helper.go, ValidateHardwareVersion), so the default is to keep the template's version.
-HARDWARE_VERSIONS = (13, 14, 15, *range(17, 23))
-# vDS versions from 6.5.0 (PVRDMA) that pulumi-vsphere accepts (terraform-provider-vsphere,
-# vsphere/distributed_virtual_switch_helper.go, dvsVersions).
-VDS_VERSIONS = ("6.5.0", "6.6.0", "7.0.0", "7.0.2", "7.0.3", "8.0.0", "8.0.3")
+# The numbers of the rules (sizing minimums, MTU, hardware and vDS versions) live in labrules.vsphere.
+# pulumi-vsphere refuses to downgrade a VM, so hardwareVersion defaults to keeping the template's.
 
 # grid_<gpu>[-<mig slices>]-<framebuffer GB><series>, e.g. grid_v100-16c, grid_a100-3-20c,
 # nvidia_l40s-24c. Series: a (virtual apps), b (virtual PC), c (compute), q (workstation).
@@ -92,7 +93,8 @@ class RdmaNetwork(Model):
     vlan: Vlan = 0
     mtu: int = Field(default=9000, description="MTU of the vmk and VM RDMA NICs")
     pfc_priority: int = Field(
-        default=3, ge=0, le=7, description="802.1p priority the hosts' ConnectX ports send RoCE on"
+        default=DEFAULT_PFC_PRIORITY, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX,
+        description="802.1p priority the hosts' ConnectX ports send RoCE on"
     )
     trust: Literal["dscp", "pcp"] = Field(default="dscp", description="QoS trust mode of the hosts' ports")
     link_gbps: float = Field(
@@ -148,7 +150,7 @@ class VsphereConfig(Model):
     domain: str = Field(default="lab.local", description="DNS domain given to cloned guests")
     hardware_version: Optional[int] = Field(
         default=None, description="VM hardware version to upgrade the clones to (default: keep the template's); "
-                                  "PVRDMA needs 13 or later")
+                                  f"PVRDMA needs {PVRDMA_MIN_HARDWARE_VERSION} or later")
     management_host: InventoryName = Field(
         description="the ESXi host of the control-plane and bootstrap VMs, as vCenter lists it")
     worker_hosts: list[WorkerHost] = Field(min_length=1)
@@ -252,23 +254,27 @@ def check(vs: VsphereConfig) -> list[Problem]:
     # MTU and LACP: RoCE needs jumbo frames end to end and one path per flow.
     if nets.rdma.mtu < RDMA_MIN_MTU:
         p.append(Problem("vsphere.networks.rdma.mtu",
-                         f"{nets.rdma.mtu} is below {RDMA_MIN_MTU}; the RDMA network needs jumbo frames (9000 or more)"))
+                         f"{nets.rdma.mtu} is below {RDMA_MIN_MTU}; the RDMA network needs jumbo frames "
+                         f"({RDMA_MIN_MTU} or more)"))
     if vs.vds.mtu < RDMA_MIN_MTU:
         p.append(Problem("vsphere.vds.mtu",
-                         f"{vs.vds.mtu} is below {RDMA_MIN_MTU}; the RoCE vDS needs jumbo frames (9000 or more)"))
+                         f"{vs.vds.mtu} is below {RDMA_MIN_MTU}; the RoCE vDS needs jumbo frames "
+                         f"({RDMA_MIN_MTU} or more)"))
     if vs.vds.mtu < nets.rdma.mtu:
         p.append(Problem("vsphere.vds.mtu",
                          f"{vs.vds.mtu} is below the RDMA network MTU {nets.rdma.mtu}; the vDS must carry it"))
-    if vs.vds.lacp:
+    if vs.vds.lacp and not LACP_ALLOWED_ON_RDMA_UPLINKS:
         p.append(Problem("vsphere.vds.lacp",
                          "LACP is not allowed on RDMA uplinks (RoCE needs one NIC per subnet, no bonding); set false"))
     if vs.hardware_version is not None and vs.hardware_version not in HARDWARE_VERSIONS:
         p.append(Problem("vsphere.hardwareVersion",
-                         f"{vs.hardware_version} is not allowed: PVRDMA needs virtual hardware 13 or later, and "
+                         f"{vs.hardware_version} is not allowed: PVRDMA needs virtual hardware "
+                         f"{PVRDMA_MIN_HARDWARE_VERSION} or later, and "
                          f"pulumi-vsphere accepts {_ranges(HARDWARE_VERSIONS)}; or leave it out to keep the "
                          "template's version"))
-    if tuple(int(x) for x in vs.vds.version.split(".")) < (6, 5, 0):
-        p.append(Problem("vsphere.vds.version", f"{vs.vds.version}: PVRDMA needs a vDS of version 6.5.0 or later"))
+    if not vds_version_supports_pvrdma(vs.vds.version):
+        p.append(Problem("vsphere.vds.version", f"{vs.vds.version}: PVRDMA needs a vDS of version "
+                                                f"{'.'.join(map(str, VDS_MIN_VERSION))} or later"))
     elif vs.vds.version not in VDS_VERSIONS:
         p.append(Problem("vsphere.vds.version", f"{vs.vds.version} is not a vDS version pulumi-vsphere can create; "
                                                 f"use one of {', '.join(VDS_VERSIONS)}"))
@@ -293,7 +299,7 @@ def check(vs: VsphereConfig) -> list[Problem]:
                                  f"{h.rdma_uplinks} differs from {first.name}'s {first.rdma_uplinks}; "
                                  "all worker hosts must have the same RDMA uplink layout (same PCIe placement)"))
     for i, h in enumerate(vs.worker_hosts):
-        if len(h.rdma_uplinks) > 1:
+        if len(h.rdma_uplinks) > RDMA_UPLINKS_PER_HOST:
             p.append(Problem(f"vsphere.workerHosts[{i}].rdmaUplinks",
                              f"{len(h.rdma_uplinks)} RDMA uplinks; the PVRDMA vDS takes exactly one RoCE port per "
                              "host (one NIC per subnet, no teaming); give one vmnic"))

@@ -16,9 +16,9 @@ from typing import Sequence
 import pulumi
 import pulumi_vsphere as vsphere
 
+from components.facts import PlannedHost
 from components.model import resource_slug
 from components.roce.host import nmlx5_module_options
-from components.facts import PlannedHost
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import (
     HostAdvancedOption,

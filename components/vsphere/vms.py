@@ -17,18 +17,13 @@ from typing import Sequence
 import pulumi
 import pulumi_vsphere as vsphere
 
+from components.facts import PlannedVm
 from components.model import ConfigError, Problem
 from components.secrets import LabSecrets
-from components.facts import PlannedVm
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
-
-MANAGEMENT_ADAPTER = "vmxnet3"
-# pulumi-vsphere's name for the PVRDMA adapter: its validator accepts e1000, e1000e, sriov, vmxnet3 and
-# vmxnet3vrdma (terraform-provider-vsphere, vsphere/internal/virtualdevice/
-# virtual_machine_network_interface_subresource.go); "vrdma", as its description says, is refused.
-PVRDMA_ADAPTER = "vmxnet3vrdma"
+from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
 def vcenter_connection(vsphere_config: pulumi.Config, secrets: LabSecrets) -> VcenterConnection:

@@ -7,13 +7,13 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema
 
+from labrules.vsphere import MIN_CONTROL_PLANE, MIN_WORKER, PVRDMA_ADAPTER, PVRDMA_MIN_HARDWARE_VERSION, VM_ADAPTER_TYPES
+
 from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
     LAB_VMS,
-    PVRDMA_ADAPTER,
     UNKNOWN,
     VM,
-    VM_ADAPTER_TYPES,
     Res,
     as_int,
     as_list,
@@ -33,7 +33,7 @@ from .props import (
 
 HW_SCHEMA = PolicyConfigSchema(properties={
     "minHardwareVersion": {
-        "type": "integer", "minimum": 13, "default": 13,
+        "type": "integer", "minimum": PVRDMA_MIN_HARDWARE_VERSION, "default": PVRDMA_MIN_HARDWARE_VERSION,
         "description": "lowest virtual hardware version allowed on VMs with a PVRDMA NIC",
     },
 })
@@ -175,12 +175,12 @@ vgpu_memory_reserved = stack_policy("vsphere-vgpu-memory-reserved", MANDATORY, c
 # ---------------------------------------------------------------- sizing
 
 SIZING_SCHEMA = PolicyConfigSchema(properties={
-    "workerMinCpus": {"type": "integer", "minimum": 1, "default": 4},
-    "workerMinMemoryGb": {"type": "integer", "minimum": 1, "default": 24},
-    "workerMinDiskGb": {"type": "integer", "minimum": 1, "default": 50},
-    "controlPlaneMinCpus": {"type": "integer", "minimum": 1, "default": 4},
-    "controlPlaneMinMemoryGb": {"type": "integer", "minimum": 1, "default": 16},
-    "controlPlaneMinDiskGb": {"type": "integer", "minimum": 1, "default": 50},
+    "workerMinCpus": {"type": "integer", "minimum": 1, "default": MIN_WORKER["cpus"]},
+    "workerMinMemoryGb": {"type": "integer", "minimum": 1, "default": MIN_WORKER["memoryGb"]},
+    "workerMinDiskGb": {"type": "integer", "minimum": 1, "default": MIN_WORKER["diskGb"]},
+    "controlPlaneMinCpus": {"type": "integer", "minimum": 1, "default": MIN_CONTROL_PLANE["cpus"]},
+    "controlPlaneMinMemoryGb": {"type": "integer", "minimum": 1, "default": MIN_CONTROL_PLANE["memoryGb"]},
+    "controlPlaneMinDiskGb": {"type": "integer", "minimum": 1, "default": MIN_CONTROL_PLANE["diskGb"]},
 })
 
 _ROLE_KEYS = {"worker": "worker", "control-plane": "controlPlane"}

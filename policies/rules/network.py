@@ -7,13 +7,15 @@ from collections import Counter
 
 from pulumi_policy import PolicyConfigSchema
 
+from labrules.roce import SWITCH_MAX_MTU
+from labrules.vsphere import LACP_ALLOWED_ON_RDMA_UPLINKS, PVRDMA_ADAPTER, RDMA_MIN_MTU, RDMA_UPLINKS_PER_HOST
+
 from .declare import MANDATORY, resource_policy, stack_policy
 from .props import (
     DPG,
     DVS,
     DYNAMIC,
     LAB_VMS,
-    PVRDMA_ADAPTER,
     ROCE_FABRIC,
     SPECTRUM,
     UNKNOWN,
@@ -53,7 +55,7 @@ def check_vds_no_lacp(args, report_violation) -> None:
     if args.resource_type not in (DVS, DPG) or not _in_fabric(args):
         return
     p = props_of(args)
-    if truthy(p.get("lacpEnabled")):
+    if truthy(p.get("lacpEnabled")) and not LACP_ALLOWED_ON_RDMA_UPLINKS:
         what = "vDS" if args.resource_type == DVS else "port group"
         report_violation(
             f"{what} {name_of(p, args.name)!r} has lacpEnabled=true; RDMA uplinks must not be "
@@ -68,7 +70,7 @@ vds_no_lacp = resource_policy("vsphere-vds-no-lacp", MANDATORY, check_vds_no_lac
 
 MTU_SCHEMA = PolicyConfigSchema(properties={
     "minMtu": {
-        "type": "integer", "minimum": 1500, "maximum": 9216, "default": 9000,
+        "type": "integer", "minimum": 1500, "maximum": SWITCH_MAX_MTU, "default": RDMA_MIN_MTU,
         "description": "smallest MTU allowed on the RDMA network (vDS, vmk, fabric, switch ports)",
     },
 })
@@ -124,13 +126,13 @@ def check_vds_single_uplink(args, report_violation) -> None:
     p = props_of(args)
     name = name_of(p, args.name)
     uplinks = reveal(p.get("uplinks"))
-    if isinstance(uplinks, list) and len(uplinks) != 1:
+    if isinstance(uplinks, list) and len(uplinks) != RDMA_UPLINKS_PER_HOST:
         report_violation(
             f"vDS {name!r} defines {len(uplinks)} uplinks {uplinks}; the RDMA card must be its only uplink: "
             "define exactly one"
         )
     active = reveal(p.get("activeUplinks"))
-    if isinstance(active, list) and len(active) > 1:
+    if isinstance(active, list) and len(active) > RDMA_UPLINKS_PER_HOST:
         report_violation(f"vDS {name!r} has {len(active)} active uplinks {active}; keep exactly one (the RDMA NIC)")
     standby = reveal(p.get("standbyUplinks"))
     if isinstance(standby, list) and standby:
@@ -142,7 +144,7 @@ def check_vds_single_uplink(args, report_violation) -> None:
         devices = reveal(dig(host, "devices"))
         if not isinstance(devices, list):
             continue
-        if len(devices) != 1:
+        if len(devices) != RDMA_UPLINKS_PER_HOST:
             host_id = dig(host, "hostSystemId")
             host_id = host_id if known(host_id) else f"hosts[{i}]"
             report_violation(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pulumi_policy import PolicyConfigSchema
 
+from labrules.openshift import CONTROL_PLANE_NODES, LOAD_BALANCER_PORTS
+
 from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
     OPENSHIFT,
@@ -27,7 +29,7 @@ from .props import (
 
 CONTROL_PLANE_SCHEMA = PolicyConfigSchema(properties={
     "controlPlaneCount": {
-        "type": "integer", "minimum": 1, "default": 3,
+        "type": "integer", "minimum": 1, "default": CONTROL_PLANE_NODES,
         "description": "control-plane nodes an OpenShift cluster must have (single-node clusters are exempt)",
     },
 })
@@ -62,7 +64,7 @@ three_control_plane = resource_policy("openshift-three-control-plane-nodes", MAN
 LB_SCHEMA = PolicyConfigSchema(properties={
     "requiredPorts": {
         "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 65535},
-        "default": [6443, 22623, 80, 443],
+        "default": list(LOAD_BALANCER_PORTS),
         "description": "ports the load balancer must serve: API, machine config, HTTP and HTTPS ingress",
     },
 })

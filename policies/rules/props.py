@@ -409,10 +409,3 @@ ROCE_FABRIC = "gpu-lab:vsphere:RoceFabric"
 LAB_VMS = "gpu-lab:vsphere:LabVms"
 SPECTRUM = "gpu-lab:switch:SpectrumSwitch"
 OPENSHIFT = "gpu-lab:openshift:OpenShiftUpi"
-
-# pulumi-vsphere's network_interface.adapter_type validator accepts exactly these
-# (terraform-provider-vsphere, vsphere/internal/virtualdevice/virtual_machine_network_interface_subresource.go,
-# networkInterfaceSubresourceTypeAllowedValues); the PVRDMA adapter is "vmxnet3vrdma", although the
-# provider's description text says "vrdma".
-VM_ADAPTER_TYPES = ("e1000", "e1000e", "sriov", "vmxnet3", "vmxnet3vrdma")
-PVRDMA_ADAPTER = "vmxnet3vrdma"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from labrules.roce import DEFAULT_ECN_MAX_KB, DEFAULT_ECN_MIN_KB, ecn_thresholds_ordered
+
 from .declare import MANDATORY, resource_policy, stack_policy
 from .props import (
     ROCE_FABRIC,
@@ -37,10 +39,10 @@ def check_ecn_min_below_max(args, report_violation) -> None:
     name = _switch_name(p, args.name)
     if low < 0 or high <= 0:
         report_violation(f"switch {name!r} has ECN thresholds {low}/{high} KB; both must be positive")
-    elif low >= high:
+    elif not ecn_thresholds_ordered(low, high):
         report_violation(
             f"switch {name!r} starts ECN marking at {low} KB but its maximum is {high} KB; the minimum must be "
-            "below the maximum (the guide uses 150 / 1500)"
+            f"below the maximum (the guide uses {DEFAULT_ECN_MIN_KB} / {DEFAULT_ECN_MAX_KB})"
         )
 
 
