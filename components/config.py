@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
@@ -48,16 +48,6 @@ SECTIONS = ("vsphere", "openshift", "switches", "addons")
 
 NAMESPACE = "gpu-lab"
 
-# Each section's rules over the lab plan, and the sections they read (a rule needs all of them
-# sound to run).
-_RULES: dict[str, tuple[Callable[["LabConfig", LabPlan], list[Problem]], set[str]]] = {
-    "vsphere": (lambda lab, plan: check_vsphere(lab.vsphere) if lab.vsphere else [], {"vsphere"}),
-    "openshift": (lambda lab, plan: check_openshift(lab.openshift, plan.vsphere) if lab.openshift else [],
-                  {"openshift", "vsphere"}),
-    "switches": (lambda lab, plan: check_switches(lab.switches, plan.vsphere), {"switches", "vsphere", "openshift"}),
-    "addons": (lambda lab, plan: check_addons(plan.addons), {"addons", "vsphere", "openshift"}),
-}
-
 
 class LabConfig(Model):
     vsphere: Optional[VsphereConfig] = None
@@ -67,7 +57,7 @@ class LabConfig(Model):
 
     @cached_property
     def plan(self) -> LabPlan:
-        """The facts the sections share, derived once (components/lab_plan.py)."""
+        """The facts the sections share, derived once from the validated sections (components/lab_plan.py)."""
         return plan_lab(self.vsphere, self.openshift, self.switches, self.addons)
 
     def hosts(self) -> list[PlannedHost]:
@@ -83,7 +73,7 @@ class LabConfig(Model):
         found: list[Problem] = []
         for rule, reads in _RULES.values():
             if sound is None or reads <= sound:
-                found += rule(self, self.plan)
+                found += rule(self)
         return found
 
     def required_secrets(self) -> list[tuple[str, str]]:
@@ -106,6 +96,33 @@ class LabConfig(Model):
         if self.openshift is None:
             return {}
         return {"pullSecret": pull_secret_problems, "sshPublicKey": ssh_key_problems}
+
+
+# Each section's rules: its own section plus what it reads of the others from the lab plan.
+def _vsphere_rules(lab: LabConfig) -> list[Problem]:
+    return check_vsphere(lab.vsphere) if lab.vsphere is not None else []
+
+
+def _openshift_rules(lab: LabConfig) -> list[Problem]:
+    return check_openshift(lab.openshift, lab.plan.vsphere) if lab.openshift is not None else []
+
+
+def _switch_rules(lab: LabConfig) -> list[Problem]:
+    return check_switches(lab.switches, lab.plan.vsphere)
+
+
+def _addons_rules(lab: LabConfig) -> list[Problem]:
+    return check_addons(lab.plan.addons)
+
+
+# The sections each section's rules read (a rule runs only when all of them are sound); the
+# openshift section decides whether the bootstrap VM exists, so the VM list reads it too.
+_RULES = {
+    "vsphere": (_vsphere_rules, {"vsphere"}),
+    "openshift": (_openshift_rules, {"openshift", "vsphere"}),
+    "switches": (_switch_rules, {"switches", "vsphere", "openshift"}),
+    "addons": (_addons_rules, {"addons", "vsphere", "openshift"}),
+}
 
 
 def _secret_keys() -> list[str]:
