@@ -187,9 +187,9 @@ _ROLE_KEYS = {"worker": "worker", "control-plane": "controlPlane"}
 
 
 def check_vm_sizing(args, report_violation) -> None:
-    """Worker and control-plane VMs have at least the minimum vCPUs, memory and disk of their role (the
-    settings' defaults are labrules.vsphere's). NVIDIA RDG for vSphere PVRDMA gives these as the starting
-    size for Kubernetes nodes on vSphere; smaller nodes may not fit the GPU workloads."""
+    """Workers have at least 4 vCPU, 24 GB memory and a 50 GB disk; control-plane VMs at least 4 vCPU, 16 GB
+    and 50 GB. NVIDIA RDG for vSphere PVRDMA gives these as the starting size for Kubernetes
+    nodes on vSphere; smaller nodes may not fit the GPU workloads."""
     cfg = settings(args, SIZING_SCHEMA)
     for vm in lab_vms(stack_resources(args)):
         prefix = _ROLE_KEYS.get(vm.role)

@@ -77,8 +77,8 @@ MTU_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_rdma_mtu(args, report_violation) -> None:
-    """Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames of at
-    least minMtu (default labrules.vsphere.RDMA_MIN_MTU). NVIDIA RDG for vSphere PVRDMA builds the RoCE network with jumbo frames; a
+    """Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames, 9000 by
+    default. NVIDIA RDG for vSphere PVRDMA builds the RoCE network with jumbo frames; a
     smaller MTU anywhere on the path caps RDMA message size and throughput."""
     cfg = settings(args, MTU_SCHEMA)
     minimum = int(cfg["minMtu"])
