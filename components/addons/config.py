@@ -17,6 +17,7 @@ from pydantic import Field
 from components.addons import versions
 from components.facts import VsphereFacts
 from components.model import Cidr, HostName, IPv4, Model, Problem, Vlan, duplicates
+from labrules.kubernetes import GPU_RESOURCE
 
 
 MIN_NODES = 2
@@ -264,7 +265,7 @@ def check(lab: AddonsLab) -> list[Problem]:
     for key, on in gpu_jobs.items():
         if on and not a.gpu_operator.enabled:
             p.append(Problem(f"addons.jobs.{key}",
-                             "requests nvidia.com/gpu; set addons.gpuOperator.enabled: true"))
+                             f"requests {GPU_RESOURCE}; set addons.gpuOperator.enabled: true"))
 
     # Nodes the jobs land on.
     nodes = worker_nodes(lab)

@@ -22,6 +22,7 @@ from components.addons.config import AddonsLab, ib_write_bw_addresses, worker_no
 from components.addons.kube import SKIP_AWAIT, Kube, metadata, role_of
 from components.addons.mpi import mpijob, mpirun
 from components.addons.rdma import RdmaPlan, on_nodes
+from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY
 
 
 LABEL = "gpu-lab.io/acceptance"
@@ -48,7 +49,7 @@ def job_labels(job: str) -> dict[str, str]:
 
 def rdma_security() -> dict[str, Any]:
     """Pinned memory for RDMA verbs, nothing more."""
-    return {"privileged": False, "capabilities": {"add": ["IPC_LOCK"]}}
+    return {"privileged": False, "capabilities": {"add": [RDMA_CAPABILITY]}}
 
 
 def spread(job: str, nodes: list[str]) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def acceptance_job(name: str, namespace: str, pod: dict[str, Any], backoff: int 
 
 def nvidia_smi_job(node: str, namespace: str, image: str) -> dict[str, Any]:
     name = f"{NVIDIA_SMI}-{node}"
-    gpu = {"nvidia.com/gpu": 1}
+    gpu = {GPU_RESOURCE: 1}
     return acceptance_job(name, namespace, {
         "metadata": {"labels": job_labels(name)},
         "spec": {
@@ -157,7 +158,7 @@ def _mpi_worker(job: str, plan: RdmaPlan, nodes: list[str], image: str, gpus: in
             "containers": [{
                 "name": "worker", "image": image, "env": env,
                 "securityContext": rdma_security(),
-                "resources": {"limits": {"nvidia.com/gpu": gpus, **plan.limits}},
+                "resources": {"limits": {GPU_RESOURCE: gpus, **plan.limits}},
             }],
         },
     }
@@ -221,7 +222,7 @@ def acceptance_access(namespace: str, openshift: bool) -> list[dict[str, Any]]:
          "metadata": {"name": SCC},
          "allowPrivilegedContainer": False,
          "allowPrivilegeEscalation": True,
-         "allowedCapabilities": ["IPC_LOCK"],
+         "allowedCapabilities": [RDMA_CAPABILITY],
          "requiredDropCapabilities": ["MKNOD"],
          "allowHostDirVolumePlugin": False, "allowHostIPC": False, "allowHostNetwork": False,
          "allowHostPID": False, "allowHostPorts": False, "readOnlyRootFilesystem": False,

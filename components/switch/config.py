@@ -21,6 +21,7 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from components.facts import HostRoce, VsphereFacts
+from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
 from labrules.roce import (
     DEFAULT_ECN_MAX_KB,
     DEFAULT_ECN_MIN_KB,
@@ -31,7 +32,6 @@ from labrules.roce import (
     SWITCH_MAX_MTU,
     ecn_thresholds_ordered,
 )
-from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
 
 # The SN2700's shared packet buffer (16 MB); the guide's QoS numbers are in labrules.roce.
 SN2700_BUFFER_KB = 16 * 1024

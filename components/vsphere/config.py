@@ -13,20 +13,6 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
-from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_MIN
-from labrules.vsphere import (
-    HARDWARE_VERSIONS,
-    LACP_ALLOWED_ON_RDMA_UPLINKS,
-    MIN_BOOTSTRAP,
-    MIN_CONTROL_PLANE,
-    MIN_WORKER,
-    PVRDMA_MIN_HARDWARE_VERSION,
-    RDMA_MIN_MTU,
-    RDMA_UPLINKS_PER_HOST,
-    VDS_MIN_VERSION,
-    VDS_VERSIONS,
-    vds_version_supports_pvrdma,
-)
 from components.model import (
     AddressPlan,
     AddressRange,
@@ -41,6 +27,20 @@ from components.model import (
     duplicates,
     expand_addresses,
     pattern_type,
+)
+from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_MIN
+from labrules.vsphere import (
+    HARDWARE_VERSIONS,
+    LACP_ALLOWED_ON_RDMA_UPLINKS,
+    MIN_BOOTSTRAP,
+    MIN_CONTROL_PLANE,
+    MIN_WORKER,
+    PVRDMA_MIN_HARDWARE_VERSION,
+    RDMA_MIN_MTU,
+    RDMA_UPLINKS_PER_HOST,
+    VDS_MIN_VERSION,
+    VDS_VERSIONS,
+    vds_version_supports_pvrdma,
 )
 
 # The numbers of the rules (sizing minimums, MTU, hardware and vDS versions) live in labrules.vsphere.

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from pulumi_policy import PolicyConfigSchema
 
+from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY, RDMA_RESOURCE_PATTERNS
+
 from .declare import MANDATORY, resource_policy
 from .props import (
     UNKNOWN,
@@ -67,7 +69,7 @@ def _label(path: str, container: dict) -> str:
 
 RDMA_SCHEMA = PolicyConfigSchema(properties={
     "rdmaResourcePatterns": {
-        "type": "array", "items": {"type": "string", "minLength": 1}, "default": ["rdma", "sriov"],
+        "type": "array", "items": {"type": "string", "minLength": 1}, "default": list(RDMA_RESOURCE_PATTERNS),
         "description": "a container requests RDMA when a resource name contains one of these (case-insensitive)",
     },
 })
@@ -91,8 +93,8 @@ def check_rdma_pods(args, report_violation) -> None:
         added = dig(sc, "capabilities.add")
         caps = [reveal(cap) for cap in as_list(added)]
         if added is UNKNOWN or any(not known(cap) for cap in caps):
-            caps = ["IPC_LOCK"]  # cannot tell during preview: assume the best
-        if not any(str(cap).upper() in ("IPC_LOCK", "CAP_IPC_LOCK") for cap in caps):
+            caps = [RDMA_CAPABILITY]  # cannot tell during preview: assume the best
+        if not any(str(cap).upper() in (RDMA_CAPABILITY, f"CAP_{RDMA_CAPABILITY}") for cap in caps):
             report_violation(
                 f"{_label(path, c)} requests {', '.join(wanted)} but does not add the IPC_LOCK capability; RDMA "
                 "needs it to pin memory: add securityContext.capabilities.add: [IPC_LOCK]"
@@ -111,7 +113,7 @@ rdma_pods = resource_policy("k8s-rdma-pod-ipc-lock", MANDATORY, check_rdma_pods,
 
 GPU_SCHEMA = PolicyConfigSchema(properties={
     "gpuResource": {
-        "type": "string", "minLength": 1, "default": "nvidia.com/gpu",
+        "type": "string", "minLength": 1, "default": GPU_RESOURCE,
         "description": "the extended resource name of a GPU",
     },
 })
