@@ -1,1 +1,2 @@
-"""gpu-lab components: each section's configuration model, file text and Pulumi component, and the lab plan that ties the sections together."""
+"""gpu-lab components: each section's configuration model, file text and Pulumi component, and
+the lab plan that ties the sections together."""

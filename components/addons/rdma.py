@@ -27,7 +27,15 @@ import pulumi
 
 from components.addons import versions
 from components.addons.config import (
-    CONNECTX5_PF, PVRDMA_PCI, AddonsLab, ib_write_bw_addresses, network_mode, nfd_source, pod_pool, rdma_cidr, worker_nodes,
+    CONNECTX5_PF,
+    PVRDMA_PCI,
+    AddonsLab,
+    ib_write_bw_addresses,
+    network_mode,
+    nfd_source,
+    pod_pool,
+    rdma_cidr,
+    worker_nodes,
 )
 from components.addons.kube import Kube, helm_release, metadata, role_of
 

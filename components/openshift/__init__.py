@@ -1,1 +1,2 @@
-"""The openshift section: config and cluster plan (`config.py`), file text (`files.py`), the OpenShiftUpi component, and `render.py` for `make render`."""
+"""The openshift section: config and cluster plan (`config.py`), file text (`files.py`), the
+OpenShiftUpi component, and `render.py` for `make render`."""

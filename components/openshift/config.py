@@ -341,8 +341,8 @@ def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]
         # Report where the user wrote the control plane: the VMs' names, unless openshift.nodes lists some.
         written_in_nodes = any(n.platform == "baremetal" and n.role == "control-plane" for _, n in resolved)
         p.append(Problem("openshift.nodes" if written_in_nodes or vsphere is None else "vsphere.controlPlane.names",
-                         f"{control} control-plane node(s); OpenShift needs at least {CONTROL_PLANE_NODES} for etcd quorum "
-                         "(or opt into a one-node lab with singleNode: true)"))
+                         f"{control} control-plane node(s); OpenShift needs at least {CONTROL_PLANE_NODES} "
+                         "for etcd quorum (or opt into a one-node lab with singleNode: true)"))
     if roles.count("bootstrap") > 1:
         p.append(Problem("openshift.nodes", f"{roles.count('bootstrap')} bootstrap nodes; at most one is allowed"))
     if oc.bootstrap and "bootstrap" not in roles and not oc.single_node:

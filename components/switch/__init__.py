@@ -1,1 +1,2 @@
-"""The switch section: config (`config.py`), switch script text (`files.py`), the SpectrumSwitch component, and `render.py` for `make render`."""
+"""The switch section: config (`config.py`), switch script text (`files.py`), the SpectrumSwitch
+component, and `render.py` for `make render`."""

@@ -88,7 +88,8 @@ class RoceSettings(Model):
                             description="queue depth (KB) where every ECN-capable packet is marked")
     pfc_mode: Literal["lossless", "lossy"] = Field(
         default="lossless", description="lossless: PFC + ECN; lossy: ECN only, as in the guide")
-    pfc_priority: int = Field(default=DEFAULT_PFC_PRIORITY, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX, description="802.1p priority that PFC protects (RoCE)")
+    pfc_priority: int = Field(default=DEFAULT_PFC_PRIORITY, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX,
+                              description="802.1p priority that PFC protects (RoCE)")
     trust: Literal["dscp", "pcp"] = Field(default="dscp", description="what the switch classifies RoCE by")
     mtu: int = Field(default=SWITCH_MAX_MTU, ge=1500, le=SWITCH_MAX_MTU, description="MTU of the RoCE ports")
     buffer_kb: int = Field(default=SN2700_BUFFER_KB, ge=1,
