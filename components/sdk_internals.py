@@ -31,7 +31,10 @@ CHECKED_AGAINST = {"pulumi": "3.272.0"}
 
 def stack_exports() -> dict[str, Any]:
     """The values given to `pulumi.export` in this run, by name (Inputs, not resolved)."""
-    return dict(get_root_resource().outputs)  # AttributeError, not {}, if the SDK drops it
+    root = get_root_resource()
+    if root is None:
+        raise RuntimeError("no root Stack: run the program under pulumi.runtime.set_mocks first")
+    return dict(root.outputs)  # type: ignore[attr-defined]  # Stack's; AttributeError, not {}, if it goes
 
 
 def deserialize_properties(struct: Any) -> dict[str, Any]:
