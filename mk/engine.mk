@@ -1,14 +1,14 @@
-# The Pulumi engine (CLI, python language host, launchers, provider plugins) in .cache/pulumi.
-# Included from the Makefile. See docs/engine.md for what is built and what is blocked.
+# The real Pulumi engine, for the targets and tests that run it. Included from the Makefile.
 #
-#   make setup-pulumi   install/build it (cold ~5 min on 2 cores, cached rerun ~2 s)
+#   make setup-pulumi   the engine into .cache/pulumi: Pulumi's installer where reachable, else
+#                       built from Go modules (engine-bootstrap/; cold ~5 min on 2 cores, cached rerun ~2 s)
+#   make pulumi-check   report what is installed, build nothing
 #   make engine-sim     the real engine on components.vsphere.dynamic against vcsim: preview with
 #                       the policy pack, up, secrets check, update, destroy (~11 s)
-#   make pulumi-check   report what is installed, build nothing
 #   make sim-preview    the whole program with the real provider plugins against vcsim:
 #                       preview --policy-pack of SIM_STACK (default sim); skips without the plugins
 #
-# Other targets and tests run the engine as: $(PULUMI_ENV) pulumi ...
+# Other targets and tests run the engine as: $(PULUMI_ENV) pulumi ...  (docs/engine.md)
 
 PULUMI_CACHE_DIR ?= $(CURDIR)/.cache/pulumi
 PULUMI_BIN := $(PULUMI_CACHE_DIR)/bin
@@ -17,15 +17,15 @@ PULUMI_ENV := env PATH="$(PULUMI_BIN):$$PATH" PULUMI_HOME="$(PULUMI_CACHE_DIR)/h
 
 .PHONY: setup-pulumi engine-sim pulumi-check sim-preview
 
-setup-pulumi: setup ## build the Pulumi engine into .cache/pulumi (docs/engine.md)
-	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/setup-pulumi.sh
+setup-pulumi: setup ## the Pulumi engine into .cache/pulumi: installer, or built from Go modules (engine-bootstrap/)
+	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash engine-bootstrap/setup-pulumi.sh
 
 engine-sim: setup setup-pulumi ## the real engine on our pyvmomi resources against vcsim
 	bash scripts/install-vcsim.sh
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/engine-sim.sh
 
 pulumi-check: ## what of the Pulumi engine is installed, build nothing
-	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/setup-pulumi.sh --check
+	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash engine-bootstrap/setup-pulumi.sh --check
 
 SIM_STACK ?= sim
 sim-preview: setup setup-pulumi ## the whole program, real provider plugins, vcsim: preview --policy-pack (SIM_STACK)

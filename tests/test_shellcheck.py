@@ -33,9 +33,9 @@ def shellcheck() -> str:
 
 
 def repository_scripts() -> list[Path]:
-    """Files under scripts/ that start with a sh or bash shebang, whatever their name."""
+    """Files under scripts/ and engine-bootstrap/ that start with a sh or bash shebang, whatever their name."""
     found = []
-    for path in sorted((ROOT / "scripts").rglob("*")):
+    for path in sorted([*(ROOT / "scripts").rglob("*"), *(ROOT / "engine-bootstrap").rglob("*")]):
         if path.is_file():
             with path.open("rb") as f:
                 if _SHELL_SHEBANG.match(f.readline()):
@@ -60,6 +60,7 @@ def test_templates_pass_shellcheck_as_they_are(shellcheck):
 def test_repository_scripts_pass_shellcheck(shellcheck):
     scripts = repository_scripts()
     assert ROOT / "scripts" / "engine-sim.sh" in scripts
+    assert ROOT / "engine-bootstrap" / "setup-pulumi.sh" in scripts
     check(shellcheck, scripts)
 
 

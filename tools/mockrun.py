@@ -20,14 +20,11 @@ from typing import Any, Optional
 import yaml
 
 import pulumi
-from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime import rpc
-from pulumi.runtime import settings as pulumi_settings
-from pulumi.runtime.settings import SETTINGS, get_root_resource
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime import get_root_resource  # noqa: F401  (tests compare the root Stack across runs)
+from pulumi.runtime.mocks import MockMonitor
 
 from components.runtime_tuning import relaxed_gc
+from components.sdk_internals import deserialize_properties, is_secret_value, stack_exports
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = "gpu-lab"
@@ -100,7 +97,7 @@ class Run:
 
 
 def unwrap_secrets(value: Any) -> Any:
-    if rpc.is_rpc_secret(value):
+    if is_secret_value(value):
         return unwrap_secrets(value["value"])
     if isinstance(value, dict):
         return {k: unwrap_secrets(v) for k, v in value.items()}
@@ -110,7 +107,7 @@ def unwrap_secrets(value: Any) -> Any:
 
 
 def redact_secrets(value: Any) -> Any:
-    if rpc.is_rpc_secret(value):
+    if is_secret_value(value):
         return "[secret]"
     if isinstance(value, dict):
         return {k: redact_secrets(v) for k, v in value.items()}
@@ -120,7 +117,7 @@ def redact_secrets(value: Any) -> Any:
 
 
 def _secret_paths(value: Any, path: str):
-    if rpc.is_rpc_secret(value):
+    if is_secret_value(value):
         yield path
     elif isinstance(value, dict):
         for k, v in value.items():
@@ -190,8 +187,11 @@ class LabMocks(pulumi.runtime.Mocks):
         return {}
 
 
-class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """MockMonitor that also keeps each registration's parent and custom flag."""
+class RecordingMonitor(MockMonitor):
+    """MockMonitor that also keeps each registration's parent and custom flag.
+
+    `set_mocks` takes a MockMonitor for this; the public MockResourceArgs carry no parent.
+    """
 
     def __init__(self, mocks: LabMocks) -> None:
         super().__init__(mocks)
@@ -200,7 +200,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            inputs = rpc.deserialize_properties(request.object)
+            inputs = deserialize_properties(request.object)
             self.recorded.append(Recorded(
                 type=request.type, name=request.name, urn=response.urn, parent_urn=request.parent,
                 custom=bool(request.custom), inputs=inputs,
@@ -264,23 +264,27 @@ def run_program(
     global runs_in_this_process
     runs_in_this_process += 1
     monitor = RecordingMonitor(LabMocks())
-    SETTINGS.rpc_manager.clear()
-    SETTINGS.outputs.clear()
     # set_mocks keeps an existing root Stack; a new one per run, or each run would also wait on
     # every Output the previous runs left on the old Stack.
-    pulumi_settings.ROOT.set(None)
+    pulumi.runtime.reset_options()
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(all_config, secret_keys)
+    exports = _StackExports()
+
+    @pulumi.runtime.test  # runs main and waits for every RPC and Output it left outstanding
+    def run_main():
+        program.main()
+        return exports.watch()
+
     # The program's own process relaxes the collector before its imports (components/runtime_tuning.py).
     with relaxed_gc():
         program = _load_program()
-        _sync_await(run_pulumi_func(program.main))
-        outputs = _resolve_stack_outputs()
-        by_urn = {r.urn: r for r in monitor.recorded}
-        for urn, registration in monitor.resources.items():
-            if urn in by_urn:
-                by_urn[urn].outputs = registration.state
-    return Run(resources=monitor.recorded, outputs=outputs, stack=stack)
+        run_main()
+        registered = monitor.get_registered_resources()
+        for recorded in monitor.recorded:
+            if recorded.urn in registered:
+                recorded.outputs = registered[recorded.urn].state
+    return Run(resources=monitor.recorded, outputs=exports.resolved(), stack=stack)
 
 
 def run_stack(stack: str, **kwargs) -> Run:
@@ -300,13 +304,28 @@ def _load_program():
     return module
 
 
-def _resolve_stack_outputs() -> dict[str, Any]:
-    root = get_root_resource()
-    raw = dict(getattr(root, "outputs", {}) or {})
-    resolved: dict[str, Any] = {}
-    for key, value in raw.items():
-        output = pulumi.Output.from_input(value)
-        is_secret = _sync_await(output.is_secret())
-        plain = _sync_await(output.future())
-        resolved[key] = "[secret]" if is_secret else plain
-    return resolved
+class _StackExports:
+    """The program's stack exports, resolved: "[secret]" if secret, None if unknown in a preview."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.values: dict[str, Any] = {}
+        self.secret: dict[str, bool] = {}
+
+    def watch(self) -> pulumi.Output:
+        """An Output that settles once every export's value and secretness are known."""
+        pending: list[Any] = []
+        for name, value in stack_exports().items():
+            self.names.append(name)
+            output = pulumi.Output.from_input(value)
+            pending += [output.apply(self._keeper(name)), self._note_secret(name, output)]
+        return pulumi.Output.all(*pending)
+
+    def resolved(self) -> dict[str, Any]:
+        return {name: "[secret]" if self.secret[name] else self.values.get(name) for name in self.names}
+
+    def _keeper(self, name: str):
+        return lambda value: self.values.__setitem__(name, value)
+
+    async def _note_secret(self, name: str, output: pulumi.Output) -> None:
+        self.secret[name] = await output.is_secret()

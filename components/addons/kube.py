@@ -7,6 +7,8 @@ module, then registered here with the typed pulumi-kubernetes class for core obj
 
 from __future__ import annotations
 
+import importlib.resources
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -63,17 +65,28 @@ class Kube:
         return FlatCustomResource(self.child(role), dict(manifest), opts)
 
 
-class FlatCustomResource(k8s.apiextensions.CustomResource):
+class FlatCustomResource(pulumi.CustomResource):
     """A custom resource whose fields sit beside metadata, not under spec (e.g. an OpenShift SCC).
 
-    CustomResource only carries `spec`; the provider sends every input as the object, so this
-    registers the whole manifest under the same type token.
+    The public `k8s.apiextensions.CustomResource` carries only `spec`, so this registers the whole
+    manifest through the core constructor under the token that class uses (`kubernetes:<apiVersion>:<kind>`);
+    the provider sends every input as the object. `yaml.v2.ConfigGroup(objs=...)` would take it too,
+    but it is a component the provider builds remotely: under mocks its objects are never registered,
+    so `make plan` and the policy pack would not see them.
     """
 
     def __init__(self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions):
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s._utilities.get_version()))
-        pulumi.CustomResource.__init__(
-            self, f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", resource_name, manifest, opts)
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=KUBERNETES_PLUGIN_VERSION))
+        super().__init__(f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", resource_name, manifest, opts)
+
+
+def _plugin_version(package: str) -> str:
+    """The provider plugin a Pulumi package asks for: the version in its pulumi-plugin.json, which the language host reads."""
+    return json.loads(importlib.resources.files(package).joinpath("pulumi-plugin.json").read_text())["version"]
+
+
+KUBERNETES_PLUGIN_VERSION = _plugin_version("pulumi_kubernetes")
+"""What pulumi-kubernetes' own classes send as the `version` option, for resources registered without them."""
 
 
 _TYPED: dict[tuple[str, str], type] = {

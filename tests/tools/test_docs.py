@@ -14,9 +14,9 @@ OUTSIDE = re.compile(r"\.\./shared/(reference|DESIGN|STYLE)|reference 00\d|\biss
 def readable_files():
     yield REPO / "README.md"
     yield from (REPO / "docs").glob("*.md")
-    for folder in ("tools", "tests", "scripts", "mk", ".ci"):
+    for folder in ("tools", "tests", "scripts", "engine-bootstrap", "mk", ".ci"):
         for path in (REPO / folder).rglob("*"):
-            if path.is_file() and path.suffix in {".py", ".sh", ".mk", ".md", ""} and "pulumi-build" not in path.parts:
+            if path.is_file() and path.suffix in {".py", ".sh", ".mk", ".md", ""}:
                 yield path
     yield from REPO.glob("Pulumi.*.yaml")
     yield REPO / "Makefile"

@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Pulumi engine for gpu-lab into .cache/pulumi:
+# `make setup-pulumi`: puts a Pulumi engine for gpu-lab into .cache/pulumi (engine-bootstrap/README.md):
 #   bin/    pulumi CLI, python language host (+ its exec script), dynamic-provider and
 #           policy-pack launchers
 #   home/   PULUMI_HOME, with resource provider plugins installed (`pulumi plugin ls`)
 #   stamps/ one file per built component+version+recipe hash; a rerun skips what is current
 #
-# With internet access it uses Pulumi's own installer. Without (the usual case here: only
-# package registries), it builds from Go modules with the local Go toolchain; what the module
-# proxy does not serve is reported as blocked (see docs/engine.md) and the script still
-# succeeds as long as the CLI and the language host are in place.
+# Where Pulumi's installer is reachable it uses that, as any site would. Without it (only
+# package registries reachable) it builds the CLI and our language host from Go modules with the
+# local Go toolchain (the recipes beside this script); what the module proxy does not serve is
+# reported as blocked (see docs/engine.md) and the script still succeeds as long as the CLI and
+# the language host are in place.
 #
-# Usage: scripts/setup-pulumi.sh [--force] [--check]
+# Usage: engine-bootstrap/setup-pulumi.sh [--force] [--check]
 #   --force  rebuild everything      --check  only report what is installed
 # Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
 #      GOCACHE/GOMODCACHE as usual for Go (defaults keep builds warm across clones).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=$ROOT/scripts/pulumi-build
+BUILD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$BUILD")
 CACHE=${PULUMI_CACHE_DIR:-$ROOT/.cache/pulumi}
 VENV=${VENV:-$ROOT/.venv}
 BIN=$CACHE/bin
