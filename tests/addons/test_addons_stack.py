@@ -6,11 +6,12 @@ import copy
 import json
 
 import pytest
+import builders
 
 from addons_harness import by_name, kube_objects, manifest
-from tools.mockrun import placeholder_secrets, run_program, stack_config
+from tools.mockrun import placeholder_secrets, run_program
 
-WORKERS = ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+WORKERS = ["w01", "w02", "w03", "w04"]
 
 
 def test_the_lab_installs_its_addons_once(stack_run):
@@ -45,7 +46,7 @@ def test_addons_wait_for_the_vms(stack_run):
 
 
 def test_without_openshift_the_kubeconfig_secret_is_required():
-    config = copy.deepcopy(stack_config("lab"))
+    config = builders.lab_stack()
     del config["gpu-lab:openshift"]
     secrets = placeholder_secrets(config)
     secrets["gpu-lab:kubeconfig"] = None

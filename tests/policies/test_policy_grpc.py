@@ -18,23 +18,23 @@ EXPECTED = {
     "broken-fabric.json": {
         ("vsphere-vds-no-lacp", "lab-fabric-vds", M),
         ("vsphere-rdma-mtu", "lab-fabric-vds", M),
-        ("vsphere-rdma-mtu", "lab-fabric-vmk-sc2esx25", M),
+        ("vsphere-rdma-mtu", "lab-fabric-vmk-esx02", M),
         ("vsphere-pvrdma-vds-single-uplink", "lab-fabric-vds", M),
-        ("vsphere-rdma-host-ready", "lab-fabric", M),  # sc2esx26 ruleset off, sc2esx27 no vmk option
+        ("vsphere-rdma-host-ready", "lab-fabric", M),  # esx03 ruleset off, esx04 no vmk option
     },
     "broken-vms.json": {
-        ("vsphere-pvrdma-hardware-version", "sckubw02", M),
-        ("vsphere-vgpu-memory-reserved", "sckubw03", M),
-        ("vsphere-vm-sizing", "sckubw04", A),
-        ("vsphere-workers-identical", "sckubw04", M),
-        ("vsphere-vm-sizing", "sckubm02", A),
-        ("vsphere-vm-one-nic-per-subnet", "sckubm03", M),
+        ("vsphere-pvrdma-hardware-version", "w02", M),
+        ("vsphere-vgpu-memory-reserved", "w03", M),
+        ("vsphere-vm-sizing", "w04", A),
+        ("vsphere-workers-identical", "w04", M),
+        ("vsphere-vm-sizing", "m02", A),
+        ("vsphere-vm-one-nic-per-subnet", "m03", M),
         ("vsphere-pvrdma-nic-on-distributed-port-group", "lab-vms", M),
     },
     "broken-openshift.json": {
-        ("openshift-three-control-plane-nodes", "dgxpod", M),
-        ("openshift-lb-required-ports", "dgxpod", M),
-        ("openshift-lb-no-bootstrap-after-install", "dgxpod", A),
+        ("openshift-three-control-plane-nodes", "pod1", M),
+        ("openshift-lb-required-ports", "pod1", M),
+        ("openshift-lb-no-bootstrap-after-install", "pod1", A),
         ("spectrum-ecn-min-below-max", "sw1", M),
         ("spectrum-pfc-priority-matches-hosts", "sw1", M),
     },
@@ -43,7 +43,7 @@ EXPECTED = {
         ("k8s-gpu-limits", "addons-nvidia-smi", M),
         ("secrets-k8s-secret-data-is-secret", "addons-licensing", M),
         ("secrets-credentials-are-secret", "sw1-apply", M),
-        ("secrets-credentials-are-secret", "lab-vms-vgpu-sckubw01", M),
+        ("secrets-credentials-are-secret", "lab-vms-vgpu-w01", M),
         ("command-connect-timeout", "sw1-apply", A),
     },
 }
@@ -72,8 +72,8 @@ def test_messages_cross_the_wire_intact(reports):
     assert ecn.urn == "urn:pulumi:lab::gpu-lab::gpu-lab:switch:SpectrumSwitch::sw1"
     host = sorted(v.message for v in reports["broken-fabric.json"].verdicts if v.policy == "vsphere-rdma-host-ready")
     assert host == [
-        "host sc2esx26 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked",
-        "host sc2esx27 does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to name the RDMA vmk"]
+        "host esx03 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked",
+        "host esx04 does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to name the RDMA vmk"]
 
 
 def test_secret_markers_reach_the_pack(reports):
@@ -108,9 +108,9 @@ def test_policy_config_reaches_the_pack_through_configure():
                                                "command-connect-timeout": "mandatory",
                                                "spectrum-ecn-min-below-max": "disabled"})
     mtu = [v for v in report.verdicts if v.policy == "vsphere-rdma-mtu"]
-    assert sorted(v.resource for v in mtu) == ["lab-fabric", "lab-fabric-vds", "lab-fabric-vmk-sc2esx24",
-                                               "lab-fabric-vmk-sc2esx25", "lab-fabric-vmk-sc2esx26",
-                                               "lab-fabric-vmk-sc2esx27"]
+    assert sorted(v.resource for v in mtu) == ["lab-fabric", "lab-fabric-vds", "lab-fabric-vmk-esx01",
+                                               "lab-fabric-vmk-esx02", "lab-fabric-vmk-esx03",
+                                               "lab-fabric-vmk-esx04"]
     assert {v.level for v in mtu} == {M}
     assert all("set 9100 or more" in v.message for v in mtu)
 

@@ -42,8 +42,8 @@ def test_lacp_false_and_other_switches_are_left_alone(lab):
      "vDS 'lab-roce-vds' maxMtu is 1500; RoCE needs jumbo frames end to end: set 9000 or more"),
     ("lab-fabric-vds", "maxMtu", None,
      "vDS 'lab-roce-vds' maxMtu is not set, so vSphere uses 1500; set it to 9000 or more (jumbo frames)"),
-    ("lab-fabric-vmk-sc2esx25", "mtu", 4000,
-     "vmk 'lab-fabric-vmk-sc2esx25' mtu is 4000; RoCE needs jumbo frames end to end: set 9000 or more"),
+    ("lab-fabric-vmk-esx02", "mtu", 4000,
+     "vmk 'lab-fabric-vmk-esx02' mtu is 4000; RoCE needs jumbo frames end to end: set 9000 or more"),
     ("lab-fabric", "rdmaMtu", 1500,
      "fabric 'lab-fabric' rdmaMtu is 1500; RoCE needs jumbo frames end to end: set 9000 or more"),
     ("sw1", "mtu", 1500, "switch 'sw1' mtu is 1500; RoCE needs jumbo frames end to end: set 9000 or more"),
@@ -60,8 +60,8 @@ def test_small_mtu_is_refused(lab, resource, key, value, message):
 def test_mtu_threshold_comes_from_config(lab):
     found = violations(network.rdma_mtu, lab, {"minMtu": 9100})
     assert sorted(name for name, _ in found) == sorted(
-        ["lab-fabric-vds", "lab-fabric"] + [f"lab-fabric-vmk-{h}" for h in ("sc2esx24", "sc2esx25", "sc2esx26",
-                                                                             "sc2esx27")])
+        ["lab-fabric-vds", "lab-fabric"] + [f"lab-fabric-vmk-{h}" for h in ("esx01", "esx02", "esx03",
+                                                                             "esx04")])
     assert all("set 9100 or more" in m for _, m in found)
 
 
@@ -76,7 +76,7 @@ def test_mtu_threshold_comes_from_config(lab):
     (lambda p: p.update(standbyUplinks=["uplink2"]),
      "vDS 'lab-roce-vds' has standby uplinks ['uplink2']; a failover to a non-RDMA NIC"),
     (lambda p: p["hosts"][2].update(devices=["vmnic4", "vmnic5"]),
-     "vDS 'lab-roce-vds' takes 2 NICs ['vmnic4', 'vmnic5'] from host host-sc2esx26; give it exactly one"),
+     "vDS 'lab-roce-vds' takes 2 NICs ['vmnic4', 'vmnic5'] from host host-esx03; give it exactly one"),
 ])
 def test_a_second_uplink_is_refused(lab, mutate, message):
     mutate(props(lab, "lab-fabric-vds"))
@@ -89,16 +89,16 @@ def test_a_second_uplink_is_refused(lab, mutate, message):
 
 
 def test_two_nics_on_one_network_are_refused(lab):
-    props(lab, "sckubw02")["networkInterfaces"].append({"networkId": "network-12", "adapterType": "vmxnet3"})
+    props(lab, "w02")["networkInterfaces"].append({"networkId": "network-12", "adapterType": "vmxnet3"})
     assert violations(network.one_nic_per_subnet, lab) == [
-        ("sckubw02", "VM 'sckubw02' has 2 NICs on network network-12; give each NIC its own subnet")]
+        ("w02", "VM 'w02' has 2 NICs on network network-12; give each NIC its own subnet")]
 
 
 def test_two_nics_on_one_subnet_in_the_vm_plan_are_refused(lab):
     entry = props(lab, "lab-vms")["vms"][4]
     entry["nics"][1]["subnet"] = entry["nics"][0]["subnet"]
     assert violations(network.one_nic_per_subnet, lab) == [
-        ("lab-vms", "VM 'sckubw02' has 2 NICs on subnet 172.16.7.0/24; give each NIC its own subnet")]
+        ("lab-vms", "VM 'w02' has 2 NICs on subnet 172.16.7.0/24; give each NIC its own subnet")]
 
 
 # ---------------------------------------------------------------- vrdma NICs on a DPG
@@ -108,19 +108,19 @@ def test_pvrdma_nic_on_a_standard_network_is_refused(lab):
     props(lab, "lab-vms")["vms"][3]["nics"][1]["network"] = "VM Network"
     [(name, message)] = violations(network.pvrdma_nic_on_dpg, lab)
     assert name == "lab-vms"
-    assert message.startswith("VM 'sckubw01' NIC 1 is a PVRDMA (vmxnet3vrdma) adapter on network 'VM Network', which "
+    assert message.startswith("VM 'w01' NIC 1 is a PVRDMA (vmxnet3vrdma) adapter on network 'VM Network', which "
                               "is not a distributed port group of this stack (['lab-rdma'])")
 
 
 def test_pvrdma_vm_whose_networks_depend_on_no_port_group_is_refused(lab):
-    find(lab, "sckubw03")["propertyDependencies"] = {"networkInterfaces": []}
+    find(lab, "w03")["propertyDependencies"] = {"networkInterfaces": []}
     assert violations(network.pvrdma_nic_on_dpg, lab) == [(
-        "sckubw03", "VM 'sckubw03' has a PVRDMA (vmxnet3vrdma) NIC but none of its networks is a distributed port "
+        "w03", "VM 'w03' has a PVRDMA (vmxnet3vrdma) NIC but none of its networks is a distributed port "
                     "group of this stack; attach the PVRDMA NIC to the RDMA vDS port group")]
 
 
 def test_without_dependency_information_the_vm_is_not_judged(lab):
-    del find(lab, "sckubw03")["propertyDependencies"]
+    del find(lab, "w03")["propertyDependencies"]
     assert violations(network.pvrdma_nic_on_dpg, lab) == []
 
 
@@ -132,26 +132,26 @@ def _drop(stack, name):
 
 
 @pytest.mark.parametrize("mutate, resource, message", [
-    (lambda s: _drop(s, "lab-fabric-pvrdma-vmk-sc2esx25"), "lab-fabric",
-     "host sc2esx25 does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to name the RDMA vmk"),
-    (lambda s: props(s, "lab-fabric-pvrdma-vmk-sc2esx25").update(value="vmnic4"), "lab-fabric",
-     "host sc2esx25 sets Net.PVRDMAVmknic to 'vmnic4', which is not a vmk name (e.g. vmk3)"),
-    (lambda s: props(s, "lab-fabric-pvrdma-fw-sc2esx24").update(enabled=False), "lab-fabric",
-     "host sc2esx24 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked"),
-    (lambda s: _drop(s, "lab-fabric-pvrdma-fw-sc2esx27"), "lab-fabric",
-     "host sc2esx27 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked"),
-    (lambda s: props(s, "lab-fabric-pvrdma-fw-sc2esx27").update(ruleset="ssh"), "lab-fabric",
-     "host sc2esx27 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked"),
+    (lambda s: _drop(s, "lab-fabric-pvrdma-vmk-esx02"), "lab-fabric",
+     "host esx02 does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to name the RDMA vmk"),
+    (lambda s: props(s, "lab-fabric-pvrdma-vmk-esx02").update(value="vmnic4"), "lab-fabric",
+     "host esx02 sets Net.PVRDMAVmknic to 'vmnic4', which is not a vmk name (e.g. vmk3)"),
+    (lambda s: props(s, "lab-fabric-pvrdma-fw-esx01").update(enabled=False), "lab-fabric",
+     "host esx01 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked"),
+    (lambda s: _drop(s, "lab-fabric-pvrdma-fw-esx04"), "lab-fabric",
+     "host esx04 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked"),
+    (lambda s: props(s, "lab-fabric-pvrdma-fw-esx04").update(ruleset="ssh"), "lab-fabric",
+     "host esx04 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked"),
     (lambda s: props(s, "lab-fabric")["hosts"][1].update(rdmaUplinks=[]), "lab-fabric",
-     "host sc2esx25 has no RDMA uplink in the fabric; list its ConnectX NIC"),
+     "host esx02 has no RDMA uplink in the fabric; list its ConnectX NIC"),
     (lambda s: props(s, "lab-fabric-vds").update(name="other-vds"), "lab-fabric",
      "fabric 'lab-fabric' names vDS 'lab-roce-vds', but no vDS of that name is in the stack; its hosts would "
      "have no RDMA uplink"),
     (lambda s: props(s, "lab-fabric-vds")["hosts"].pop(), "lab-fabric-vds",
-     "vDS 'lab-roce-vds' joins 3 hosts but the fabric has 4 (sc2esx24, sc2esx25, sc2esx26, sc2esx27); every "
+     "vDS 'lab-roce-vds' joins 3 hosts but the fabric has 4 (esx01, esx02, esx03, esx04); every "
      "RDMA host needs its RDMA NIC as an uplink of the vDS"),
     (lambda s: props(s, "lab-fabric-vds")["hosts"][3].update(devices=["vmnic0"]), "lab-fabric-vds",
-     "vDS 'lab-roce-vds' member host-sc2esx27 has no RDMA uplink: ['vmnic0'] are not among the fabric's RDMA "
+     "vDS 'lab-roce-vds' member host-esx04 has no RDMA uplink: ['vmnic0'] are not among the fabric's RDMA "
      "NICs ['vmnic4']"),
 ])
 def test_a_host_missing_a_pvrdma_piece_is_refused(lab, mutate, resource, message):

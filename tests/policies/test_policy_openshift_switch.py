@@ -16,19 +16,19 @@ def test_compliant_lab_passes_openshift_and_switch_rules(lab):
 
 @pytest.mark.parametrize("count", [1, 2, 5])
 def test_other_than_three_control_plane_nodes_is_refused(lab, count):
-    props(lab, "dgxpod")["controlPlaneCount"] = count
+    props(lab, "pod1")["controlPlaneCount"] = count
     assert violations(openshift.three_control_plane, lab) == [(
-        "dgxpod", f"cluster 'dgxpod' has {count} control-plane node(s); OpenShift needs 3 for etcd quorum and "
+        "pod1", f"cluster 'pod1' has {count} control-plane node(s); OpenShift needs 3 for etcd quorum and "
                   "uninterrupted upgrades (or singleNode: true)")]
 
 
 def test_single_node_openshift_is_exempt(lab):
-    props(lab, "dgxpod").update(controlPlaneCount=1, singleNode=True)
+    props(lab, "pod1").update(controlPlaneCount=1, singleNode=True)
     assert violations(openshift.three_control_plane, lab) == []
 
 
 def test_control_plane_count_comes_from_config(lab):
-    props(lab, "dgxpod")["controlPlaneCount"] = 5
+    props(lab, "pod1")["controlPlaneCount"] = 5
     assert violations(openshift.three_control_plane, lab, {"controlPlaneCount": 5}) == []
 
 
@@ -36,47 +36,47 @@ def test_control_plane_count_comes_from_config(lab):
 
 
 def test_missing_load_balancer_ports_are_refused(lab):
-    props(lab, "dgxpod")["loadBalancer"]["frontends"] = [6443, 443]
+    props(lab, "pod1")["loadBalancer"]["frontends"] = [6443, 443]
     assert violations(openshift.lb_ports, lab) == [(
-        "dgxpod", "the load balancer does not serve port(s) [22623, 80]; it must serve [6443, 22623, 80, 443] "
+        "pod1", "the load balancer does not serve port(s) [22623, 80]; it must serve [6443, 22623, 80, 443] "
                   "(API 6443, machine config 22623, ingress 80/443)")]
 
 
 def test_a_port_without_backends_is_refused(lab):
-    props(lab, "dgxpod")["loadBalancer"]["backends"]["443"] = []
+    props(lab, "pod1")["loadBalancer"]["backends"]["443"] = []
     assert violations(openshift.lb_ports, lab) == [
-        ("dgxpod", "the load balancer serves port 443 but has no backend nodes for it")]
+        ("pod1", "the load balancer serves port 443 but has no backend nodes for it")]
 
 
 def test_required_ports_come_from_config(lab):
-    props(lab, "dgxpod")["loadBalancer"]["frontends"] = [6443, 22623]
+    props(lab, "pod1")["loadBalancer"]["frontends"] = [6443, 22623]
     assert violations(openshift.lb_ports, lab, {"requiredPorts": [6443, 22623]}) == []
 
 
 def test_bootstrap_backend_after_install_is_reported(lab):
-    props(lab, "dgxpod")["loadBalancer"]["backends"]["22623"].append("bootstrap")
+    props(lab, "pod1")["loadBalancer"]["backends"]["22623"].append("bootstrap")
     assert violations(openshift.lb_no_bootstrap, lab) == [(
-        "dgxpod", "bootstrap is off but node 'bootstrap' is still a backend of port 22623; remove it from the "
+        "pod1", "bootstrap is off but node 'bootstrap' is still a backend of port 22623; remove it from the "
                   "load balancer")]
 
 
 def test_bootstrap_vm_of_the_plan_is_recognised_by_role(lab):
     props(lab, "lab-vms")["vms"].append({"name": "boot01", "role": "bootstrap", "nics": []})
-    props(lab, "dgxpod")["loadBalancer"]["backends"]["6443"].append("boot01.dgxpod.nvidia.com")
+    props(lab, "pod1")["loadBalancer"]["backends"]["6443"].append("boot01.pod1.nvidia.com")
     [(name, message)] = violations(openshift.lb_no_bootstrap, lab)
-    assert "node 'boot01.dgxpod.nvidia.com' is still a backend of port 6443" in message
+    assert "node 'boot01.pod1.nvidia.com' is still a backend of port 6443" in message
 
 
 def test_bootstrap_node_named_by_the_cluster_is_recognised(lab):
-    ocp = props(lab, "dgxpod")
-    ocp["bootstrapNode"] = "sckubbs01"
-    ocp["loadBalancer"]["backends"]["22623"].append("sckubbs01")
+    ocp = props(lab, "pod1")
+    ocp["bootstrapNode"] = "bs01"
+    ocp["loadBalancer"]["backends"]["22623"].append("bs01")
     [(name, message)] = violations(openshift.lb_no_bootstrap, lab)
-    assert "node 'sckubbs01' is still a backend of port 22623" in message
+    assert "node 'bs01' is still a backend of port 22623" in message
 
 
 def test_bootstrap_backend_during_install_is_expected(lab):
-    ocp = props(lab, "dgxpod")
+    ocp = props(lab, "pod1")
     ocp["bootstrap"] = True
     ocp["loadBalancer"]["backends"]["6443"].insert(0, "bootstrap")
     assert violations(openshift.lb_no_bootstrap, lab) == []

@@ -96,8 +96,8 @@ def test_gpu_quantities_in_text_compare_as_numbers(lab):
 
 @pytest.mark.parametrize("resource, drop_secret, path", [
     ("sw1-apply", "connection.password", "connection.password"),
-    ("dgxpod-helper-deploy", "connection.privateKey", "connection.privateKey"),
-    ("lab-fabric-pvrdma-fw-sc2esx25", "password", "password"),
+    ("pod1-helper-deploy", "connection.privateKey", "connection.privateKey"),
+    ("lab-fabric-pvrdma-fw-esx02", "password", "password"),
 ])
 def test_plain_text_credentials_are_refused(lab, resource, drop_secret, path):
     r = find(lab, resource)
@@ -112,10 +112,10 @@ def test_plain_text_credentials_are_refused(lab, resource, drop_secret, path):
 
 
 def test_any_credential_looking_property_is_checked(lab):
-    ocp = find(lab, "dgxpod")
+    ocp = find(lab, "pod1")
     ocp["properties"]["installConfig"] = {"pullSecret": '{"auths": {}}', "sshKey": "ssh-ed25519 AAAA"}
     [(name, message)] = violations(secrets.credentials_secret, lab)
-    assert (name, message.split(";")[0]) == ("dgxpod", "installConfig.pullSecret reaches the resource as plain text")
+    assert (name, message.split(";")[0]) == ("pod1", "installConfig.pullSecret reaches the resource as plain text")
     ocp["secretPaths"] = ["installConfig.pullSecret"]
     assert violations(secrets.credentials_secret, lab) == []
 
@@ -177,4 +177,4 @@ def test_unbounded_connection_attempts_are_reported(lab, mutate, message):
 
 def test_connection_bounds_come_from_config(lab):
     found = violations(commands.connect_timeout, copy.deepcopy(lab), {"maxPerDialTimeout": 5})
-    assert [name for name, _ in found] == ["sw1-apply", "dgxpod-helper-deploy"]
+    assert [name for name, _ in found] == ["sw1-apply", "pod1-helper-deploy"]

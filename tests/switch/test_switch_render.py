@@ -27,7 +27,7 @@ def switch(**over) -> SwitchConfig:
     return SwitchConfig.model_validate(raw)
 
 
-LAB_LIKE = switch(name="sc2sw01", ports={"hosts": ["1/1", "1/2", "1/3", "1/4"]})
+LAB_LIKE = switch(name="sw01", ports={"hosts": ["1/1", "1/2", "1/3", "1/4"]})
 ONYX_RAILS = switch(name="onyx-rails", ports={
     "hosts": ["1/1", "1/2"],
     "rails": [{"subnet": "10.10.11.0/24", "ports": ["1/5", "1/6"]},
@@ -279,9 +279,9 @@ def test_digest_follows_the_rendered_text():
 def test_render_files_for_the_lab(lab_sections):
     cfg = load_lab(lab_sections)
     files = render_files(cfg)
-    assert sorted(files) == ["switch/hosts-baremetal.sh", "switch/sc2sw01.onyx.conf", "switch/sc2sw01.onyx.revert"]
-    assert files["switch/sc2sw01.onyx.conf"] == render_apply(cfg.switches[0])
-    assert files["switch/sc2sw01.onyx.revert"] == render_revert(cfg.switches[0])
+    assert sorted(files) == ["switch/hosts-baremetal.sh", "switch/sw01.onyx.conf", "switch/sw01.onyx.revert"]
+    assert files["switch/sw01.onyx.conf"] == render_apply(cfg.switches[0])
+    assert files["switch/sw01.onyx.revert"] == render_revert(cfg.switches[0])
     assert all("<redacted>" not in text for text in files.values())
 
 
