@@ -1,6 +1,6 @@
 """The tests' own stacks: raw `config:` mappings, as a user writes them in Pulumi.<stack>.yaml.
 
-The real stacks (Pulumi.lab.yaml, Pulumi.openshift.yaml, Pulumi.sim.yaml) belong to the people who
+The real stacks (the Pulumi.<stack>.yaml files at the repository's root) belong to the people who
 run the lab and change with it; only tests/test_real_stacks.py reads them. Every other test builds
 its input here, so editing the real lab breaks no test but the smoke test of that stack.
 

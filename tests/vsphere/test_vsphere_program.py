@@ -1,4 +1,4 @@
-"""The program under Pulumi mocks with Pulumi.lab.yaml: the vSphere half."""
+"""The program under Pulumi mocks with the test lab (tests/builders.py): the vSphere half."""
 
 import copy
 
