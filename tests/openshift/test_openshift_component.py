@@ -4,7 +4,6 @@ component alone with an ignition step that "ran" (mocked stdout) to follow its o
 from __future__ import annotations
 
 import base64
-import copy
 import json
 
 import pulumi

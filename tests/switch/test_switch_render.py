@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
+from required_tools import require_tool
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
@@ -182,8 +182,7 @@ def test_cumulus_scripts_are_valid_bash_that_stop_on_the_first_error(sw):
         trap = next(i for i, line in enumerate(lines) if line.startswith("trap "))
         assert trap < next(i for i, line in enumerate(lines) if line.startswith("nv "))
         assert f"switch {sw.name}:" in lines[trap] and lines[trap].endswith(" ERR")
-        if shutil.which("bash"):
-            subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        subprocess.run([require_tool("bash"), "-n"], input=script, text=True, check=True)
 
 
 # ---------------------------------------------------------------- apply then revert leaves nothing

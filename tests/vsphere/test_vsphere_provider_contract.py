@@ -9,7 +9,6 @@ pulumi-vsphere wraps (paths cited per test).
 
 from __future__ import annotations
 
-import copy
 import inspect
 
 import pulumi_vsphere
@@ -84,8 +83,6 @@ def lab():
 @pytest.fixture(scope="module")
 def lab_customized():
     """The lab without OpenShift: the VMs are customized by vSphere (the clone.customize block)."""
-    
-
     config = builders.lab_stack()
     for key in ("gpu-lab:openshift", "gpu-lab:addons"):
         config.pop(key, None)
@@ -167,8 +164,6 @@ def test_hardware_version_is_left_to_the_template_unless_set(lab):
 
 
 def test_a_hardware_version_that_is_set_is_sent_and_the_provider_accepts_it():
-    
-
     config = builders.lab_stack()
     config["gpu-lab:vsphere"]["hardwareVersion"] = 19
     run = run_program(config)
