@@ -170,14 +170,6 @@ def sections(config: dict[str, Any]) -> dict[str, Any]:
     return {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")}
 
 
-def lab_sections() -> dict[str, Any]:
-    return sections(lab_stack())
-
-
-def baremetal_sections() -> dict[str, Any]:
-    return sections(baremetal_stack())
-
-
 def with_value(config: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A copy of `config` with one key changed: `path` is `namespace:key` then `.`-separated steps,
     list indexes as numbers (`gpu-lab:vsphere.workers.names`, `gpu-lab:switches.0.roce.mtu`)."""
@@ -195,21 +187,6 @@ def with_value(config: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         node[int(last)] = value
     else:
         node[last] = value
-    return changed
-
-
-def without(config: dict[str, Any], path: str) -> dict[str, Any]:
-    """A copy of `config` with one key removed (same path form as `with_value`)."""
-    changed = copy.deepcopy(config)
-    key, _, rest = path.partition(".")
-    if not rest:
-        del changed[key]
-        return changed
-    node = changed[key]
-    steps = rest.split(".")
-    for step in steps[:-1]:
-        node = node[int(step)] if isinstance(node, list) else node[step]
-    del node[int(steps[-1]) if isinstance(node, list) else steps[-1]]
     return changed
 
 

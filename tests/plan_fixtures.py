@@ -20,13 +20,13 @@ The other stacks are `lab()` with a few deliberate mistakes each; tests hold the
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from pathlib import Path
 from typing import Any, Callable
 
 import builders
+from rules import compute, network, openshift
 
 from tools.mockrun import Run, run_program
 from tools.plan import describe_assets, tidy_numbers
@@ -38,8 +38,6 @@ PROJECT, STACK = "gpu-lab", "lab"
 FABRIC, VDS, RDMA_PG, VMS, OPENSHIFT, ADDONS = "roce", "roce-vds", "roce-rdma-pg", "vms", "openshift", "addons"
 SWITCH = builders.SWITCH
 SWITCH_COMMAND = f"{SWITCH}-config"
-VDS_NAME = "lab-roce-vds"
-RDMA_PORT_GROUP = "lab-rdma"
 HARDWARE_VERSION = 14
 
 
@@ -138,6 +136,13 @@ def gpu_container(stack: dict) -> dict:
     return _containers(props(stack, GPU_JOB))[0]
 
 
+# The pack's thresholds, read where the pack states them (its config schemas' defaults), so each broken
+# stack stays just below them. (They move to the shared labrules package once it exists.)
+MIN_HARDWARE_VERSION = compute.HW_SCHEMA.properties["minHardwareVersion"]["default"]
+WORKER_MIN_MEMORY_GB = compute.SIZING_SCHEMA.properties["workerMinMemoryGb"]["default"]
+CONTROL_PLANE_MIN_CPUS = compute.SIZING_SCHEMA.properties["controlPlaneMinCpus"]["default"]
+CONTROL_PLANE_COUNT = openshift.CONTROL_PLANE_SCHEMA.properties["controlPlaneCount"]["default"]
+
 H = builders.WORKER_HOSTS
 W = builders.WORKERS
 CP = builders.CONTROL_PLANE
@@ -147,9 +152,9 @@ def broken_fabric() -> dict:
     s = lab()
     vds = props(s, VDS)
     vds["lacpEnabled"] = True
-    vds["maxMtu"] = 1500
+    vds["maxMtu"] = network.VSPHERE_DEFAULT_MTU  # below the pack's minMtu
     vds["hosts"][1]["devices"] = ["vmnic4", "vmnic0"]
-    props(s, vmk(H[1]))["mtu"] = 1500
+    props(s, vmk(H[1]))["mtu"] = network.VSPHERE_DEFAULT_MTU
     drop(s, pvrdma_vmknic(H[3]))
     props(s, pvrdma_ruleset(H[2]))["enabled"] = False
     return s
@@ -157,10 +162,10 @@ def broken_fabric() -> dict:
 
 def broken_vms() -> dict:
     s = lab()
-    props(s, vm(W[1]))["hardwareVersion"] = 11
+    props(s, vm(W[1]))["hardwareVersion"] = MIN_HARDWARE_VERSION - 2
     props(s, vm(W[2])).update(memoryReservationLockedToMax=False, memoryReservation=0)
-    props(s, vm(W[3]))["memory"] = 16 * 1024
-    props(s, vm(CP[1]))["numCpus"] = 2
+    props(s, vm(W[3]))["memory"] = (WORKER_MIN_MEMORY_GB - 8) * 1024
+    props(s, vm(CP[1]))["numCpus"] = CONTROL_PLANE_MIN_CPUS - 2
     nics = props(s, vm(CP[2]))["networkInterfaces"]
     nics.append(dict(nics[0]))
     planned_vm(s, W[0])["nics"][1]["network"] = "VM Network"
@@ -170,7 +175,7 @@ def broken_vms() -> dict:
 def broken_openshift() -> dict:
     s = lab()
     ocp = props(s, OPENSHIFT)
-    ocp["controlPlaneCount"] = 2
+    ocp["controlPlaneCount"] = CONTROL_PLANE_COUNT - 1
     ocp["loadBalancer"]["frontends"] = [6443, 80, 443]
     ocp["loadBalancer"]["backends"]["6443"].insert(0, "bootstrap")  # the install finished; it still serves the API
     sw = props(s, SWITCH)
@@ -233,7 +238,3 @@ def write(directory: Path, name: str) -> Path:
     path = Path(directory) / f"{name}.json"
     path.write_text(json.dumps(STACKS[name](), indent=1) + "\n")
     return path
-
-
-def copy_of(stack: dict) -> dict:
-    return copy.deepcopy(stack)
