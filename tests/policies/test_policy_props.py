@@ -20,10 +20,15 @@ WIRE_SECRET = {P.SIG_KEY: P.SECRET_SIG, "value": "s3cret"}
 
 def test_engine_signatures_match_the_sdk():
     from pulumi_policy import deserialize
+    from pulumi_policy.proxy import UnknownValueError
 
-    assert (P.SIG_KEY, P.SECRET_SIG) == (deserialize.SPECIAL_SIG_KEY, deserialize.SPECIAL_SECRET_SIG)
-    assert (policy_check.SIG_KEY, policy_check.SECRET_SIG) == (P.SIG_KEY, P.SECRET_SIG)
-    assert policy_check.UNKNOWN_STRING == UNKNOWN_STRING_VALUE
+    # a secret as tools/policy_check sends it: the SDK's deserializer unwraps it, the pack's keeps it a Secret
+    wire = policy_check.mark({"password": "s3cret", "mtu": 9000}, ["password"], ["mtu"], "r")
+    assert deserialize.deserialize_properties(wire)["password"] == "s3cret"
+    assert isinstance(P.decode(wire)["password"], Secret)
+    # an unknown as it sends it: the SDK's proxy refuses to read it
+    with pytest.raises(UnknownValueError):
+        unknown_checking_proxy(P.decode(wire))["mtu"]
 
 
 def test_decode_keeps_secrets_where_the_sdk_drops_them():
