@@ -1,33 +1,26 @@
-"""Shared fixtures: the repository on sys.path and the stacks' raw configuration."""
+"""Shared fixtures: the tests' own lab stack (tests/builders.py), and the CI rule for skips.
 
-import copy
+pytest.ini puts the repository, policies/ and tests/ on the import path.
+"""
+
 import os
-import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tools.mockrun import stack_config  # noqa: E402
-
-
-def sections_of(config: dict) -> dict:
-    """gpu-lab:<section> keys of a stack config, as load_lab takes them."""
-    return {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith("gpu-lab:")}
 
 
 @pytest.fixture
 def lab_config() -> dict:
-    """A fresh, mutable copy of Pulumi.lab.yaml's config block."""
-    return copy.deepcopy(stack_config("lab"))
+    """A fresh, mutable copy of the test lab's `config:` mapping (builders.lab_stack)."""
+    import builders  # here, not at the top: tests/tools/test_setup_scripts.py runs this file alone
+
+    return builders.lab_stack()
 
 
 @pytest.fixture
 def lab_sections(lab_config) -> dict:
-    return sections_of(lab_config)
+    import builders
+
+    return builders.sections(lab_config)
 
 
 IN_CI = os.environ.get("CI") == "true"

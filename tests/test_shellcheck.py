@@ -7,13 +7,12 @@ a missing shellcheck fails; elsewhere these tests skip with the reason.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from required_tools import require_tool
 from shell_plans import rendered_scripts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,12 +23,7 @@ SHELLCHECK_MISSING = "shellcheck is not installed: run scripts/install-test-tool
 
 @pytest.fixture(scope="module")
 def shellcheck() -> str:
-    found = shutil.which("shellcheck")
-    if not found:
-        if os.environ.get("CI") == "true":
-            pytest.fail(SHELLCHECK_MISSING)
-        pytest.skip(SHELLCHECK_MISSING)
-    return found
+    return require_tool("shellcheck", SHELLCHECK_MISSING.split(": ", 1)[1])
 
 
 def repository_scripts() -> list[Path]:

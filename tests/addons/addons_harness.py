@@ -19,11 +19,12 @@ from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+import builders
 from components.config import load_lab
 from components.secrets import SECRET_KEYS, LabSecrets
-from tools.mockrun import PLACEHOLDER, LabMocks, RecordingMonitor, Run, stack_config
+from tools.mockrun import PLACEHOLDER, LabMocks, RecordingMonitor, Run
 
-LAB = stack_config("lab")
+LAB = builders.lab_stack()
 VSPHERE = LAB["gpu-lab:vsphere"]
 LAB_ADDONS = LAB.get("gpu-lab:addons")
 

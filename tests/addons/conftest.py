@@ -1,9 +1,10 @@
 """Fixtures of the add-on tests: one mock run per platform, shared by the test modules."""
 
+import builders
 import pytest
-
 from addons_harness import ALL_JOBS, full_addons, run_addons
-from tools.mockrun import Run
+
+from tools.mockrun import Run, run_program
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,5 @@ def baremetal_run() -> Run:
 
 @pytest.fixture(scope="session")
 def stack_run() -> Run:
-    """The whole program on Pulumi.lab.yaml (every component, the lab's add-ons block)."""
-    from tools.mockrun import run_stack
-
-    return run_stack("lab")
+    """The whole program on the test lab (tests/builders.py: every component, its add-ons block)."""
+    return run_program(builders.lab_stack())

@@ -59,8 +59,13 @@ def test_the_lab_stack_turns_on_the_guides_addons_but_not_bitfusion():
 
 def test_defaults_follow_the_platform_and_the_ip_plan():
     lab = lab_with({"network": {"enabled": True}, "jobs": {"ibWriteBw": True}})
+<<<<<<< HEAD
     assert network_mode(lab.plan.addons) == "pvrdma"
     assert worker_nodes(lab.plan.addons) == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+=======
+    assert network_mode(lab) == "pvrdma"
+    assert worker_nodes(lab) == ["w01", "w02", "w03", "w04"]
+>>>>>>> fixtures
     # Upper half of 192.168.0.0/24: clear of the vmks (.24-.27) and the worker VMs (.51-.54).
     assert str(pod_pool(lab.plan.addons)) == "192.168.0.128/25"
     assert ib_write_bw_addresses(lab.plan.addons) == ["192.168.0.253", "192.168.0.254"]
@@ -119,8 +124,8 @@ def test_pvrdma_needs_vsphere():
 
 @pytest.mark.parametrize("pool, words", [
     ("10.0.0.0/24", "not inside the RDMA network"),
-    ("192.168.0.0/26", "contains 192.168.0.24 of host sc2esx24"),
-    ("192.168.0.48/28", "contains 192.168.0.51 of VM sckubw01"),
+    ("192.168.0.0/26", "contains 192.168.0.24 of host esx01"),
+    ("192.168.0.48/28", "contains 192.168.0.51 of VM w01"),
     ("192.168.0.252/30", "too small for 4 nodes"),
 ])
 def test_pod_pool_stays_clear_of_the_lab(pool, words):
@@ -131,7 +136,7 @@ def test_pod_pool_stays_clear_of_the_lab(pool, words):
 def test_ib_write_bw_addresses_are_checked_against_the_lab():
     base = {"network": {"enabled": True}, "jobs": {"ibWriteBw": True}}
     for addresses, key, words in (
-        (["192.168.0.51", "192.168.0.60"], "addons.jobs.ibWriteBwAddresses[0]", "VM sckubw01"),
+        (["192.168.0.51", "192.168.0.60"], "addons.jobs.ibWriteBwAddresses[0]", "VM w01"),
         (["192.168.0.60", "10.1.1.1"], "addons.jobs.ibWriteBwAddresses[1]", "not a usable address"),
         (["192.168.0.60", "192.168.0.60"], "addons.jobs.ibWriteBwAddresses", "different addresses"),
     ):

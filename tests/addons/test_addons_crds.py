@@ -52,7 +52,7 @@ def test_nic_cluster_policy(full_run):
 def test_ip_pool_hands_out_the_pod_range(full_run):
     pool = by_name(full_run, "IPPool", "rdma-pool")
     assert pool["metadata"]["namespace"] == "nvidia-network-operator"
-    workers = ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    workers = ["w01", "w02", "w03", "w04"]
     assert pool["spec"] == {
         "subnet": "192.168.0.128/25", "perNodeBlockSize": 31, "defaultGateway": False,
         # blocks for the GPU workers only: 4 x 31 fits the 126 usable addresses
@@ -65,7 +65,7 @@ def test_ip_pool_hands_out_the_pod_range(full_run):
 def test_pvrdma_device_plugin_runs_on_the_workers(full_run):
     ds = by_name(full_run, "DaemonSet", "rdma-shared-dp-pvrdma")["spec"]["template"]["spec"]
     terms = ds["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms[0]["matchExpressions"][0]["values"] == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    assert terms[0]["matchExpressions"][0]["values"] == ["w01", "w02", "w03", "w04"]
     config = json.loads(by_name(full_run, "ConfigMap", "rdma-devices-pvrdma")["data"]["config.json"])
     assert config["configList"][0]["selectors"] == {"vendors": ["15ad"], "deviceIDs": ["0820"]}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 import yaml
@@ -135,11 +136,13 @@ def test_render_files_without_addons_has_no_licensing():
     assert "--nics-per-node 2" in render_files(bare.plan.addons)["addons/report-thresholds.txt"]
 
 
-def test_versions_are_pinned():
+def test_versions_are_pinned(full_run):
     for chart in (versions.NFD, versions.GPU_OPERATOR, versions.NETWORK_OPERATOR):
         assert chart.version[0].isdigit() or chart.version.startswith("v")
         assert chart.repo.startswith("https://")
-    assert versions.MPI_OPERATOR in versions.MPI_OPERATOR_MANIFEST
+    # the MPI operator's manifest the program registers comes from a release tag, not a branch
+    (mpi,) = [r for r in full_run.of_type("kubernetes:yaml/v2:ConfigFile") if r.name.endswith("mpi-operator")]
+    assert re.search(r"/kubeflow/mpi-operator/v\d+\.\d+\.\d+/", mpi.plain()["file"]), mpi.plain()["file"]
     assert versions.NETWORK_OPERATOR.version in versions.NETWORK_OPERATOR_COMPONENTS
     for image in (versions.CUDA_IMAGE, versions.NCCL_TESTS_IMAGE):
         assert not image.endswith(":latest") and ":" in image.rsplit("/", 1)[-1]

@@ -12,7 +12,7 @@ from components.addons.component import MissingKubeconfigError
 from components.secrets import MissingSecretError
 
 ACCEPTANCE_NS = "gpu-lab-acceptance"
-WORKERS = ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+WORKERS = ["w01", "w02", "w03", "w04"]
 VGPU = {"enabled": True, "vgpu": {"repository": "registry.lab.local:5000/nvidia"}}
 
 
@@ -213,7 +213,7 @@ def test_ib_write_bw_pair_runs_on_two_workers_with_fixed_addresses(full_run):
     server = by_name(full_run, "Job", "ib-write-bw-server")["spec"]["template"]
     client = by_name(full_run, "Job", "ib-write-bw-client")["spec"]["template"]
     nodes = [t["spec"]["nodeSelector"]["kubernetes.io/hostname"] for t in (server, client)]
-    assert nodes == ["sckubw01", "sckubw02"]
+    assert nodes == ["w01", "w02"]
     import json
     nets = [json.loads(t["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]) for t in (server, client)]
     assert nets == [[{"name": "rdma-static", "ips": ["192.168.0.253/24"]}],

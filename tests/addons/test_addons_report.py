@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import builders
 import pytest
-import yaml
+from required_tools import require_tool
 
 from tools import report
 from tools.report import LogError, main, parse_ib_write_bw, parse_images, parse_nccl
@@ -26,6 +27,12 @@ def text(path: Path) -> str:
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tools.report", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
+
+
+def stack_args(tmp_path: Path, shape: str, stack: str) -> list[str]:
+    """`--stack <stack> --stack-file <a test stack of that shape>` (tests/builders.py)."""
+    path = builders.write_stack_file(tmp_path, builders.stack(shape), stack)
+    return ["--stack", stack, "--stack-file", str(path)]
 
 
 def copy_logs(tmp_path: Path, *names: str, source: Path = DEEPOPS) -> Path:
@@ -88,20 +95,20 @@ def test_guide_figures_pass_with_the_deepops_nics():
     assert out.count("PASS") == 2 and "FAIL" not in out
 
 
-def test_one_nic_per_node_flags_an_impossible_share():
+def test_one_nic_per_node_flags_an_impossible_share(tmp_path):
     # The lab's workers have one PVRDMA NIC: the DeepOps nodes' NCCL figure is 183 % of that, which no
     # run can reach; that is an invalid measurement, not a pass.
-    done = run_cli(str(DEEPOPS), "--stack", "lab")
+    done = run_cli(str(DEEPOPS), *stack_args(tmp_path, "lab", "lab"))
     assert done.returncode == 2, done.stdout + done.stderr
     row = next(l for l in done.stdout.splitlines() if "nccl-allreduce-rdma.log" in l)
     assert "183.4 %" in row and row.rstrip().endswith("INVALID")
     assert "NCCL_ALGO=Ring" in done.stdout and "an invalid run, not a pass" in done.stderr
 
 
-def test_readme_sample_grades_at_the_readme_figures_on_the_openshift_stack():
+def test_readme_sample_grades_at_the_readme_figures_on_a_baremetal_stack(tmp_path):
     # The sample's nodes are the DeepOps DGX systems: two ConnectX-5 rails each (10.10.11.x is the
-    # first rail's subnet), which is the openshift stack's bare-metal default.
-    done = run_cli(str(DEEPOPS), "--stack", "openshift")
+    # first rail's subnet), which is a bare-metal stack's default.
+    done = run_cli(str(DEEPOPS), *stack_args(tmp_path, "baremetal", "openshift"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 x 100 Gb/s per node (stack 'openshift': bare metal, one NIC per SR-IOV rail: enp5s0, enp132s0)" in done.stdout
     readme = (REPO / "README.md").read_text()
@@ -113,7 +120,7 @@ def test_a_garbage_log_is_an_invalid_run(tmp_path):
     logs = copy_logs(tmp_path, "ib-write-bw-client.log")
     (logs / "nccl-allreduce-rdma.log").write_text(
         'Error from server (NotFound): jobs.batch "nccl-allreduce-rdma-launcher" not found\n')
-    done = run_cli(str(logs), "--stack", "openshift")
+    done = run_cli(str(logs), *stack_args(tmp_path / "stack", "baremetal", "openshift"))
     assert done.returncode == 2
     assert "nccl-allreduce-rdma.log: no ib_write_bw, nccl-tests or Horovod result in it" in done.stderr
 
@@ -222,10 +229,11 @@ def test_main_in_process_matches_the_cli(capsys):
     assert "91.7 %" in capsys.readouterr().out
 
 
-def test_make_report_runs_the_cli():
-    if shutil.which("make") is None:
-        pytest.skip("make is not installed")
-    done = subprocess.run(["make", "-s", "report", f"LOGS={DEEPOPS}", "STACK=openshift"], cwd=REPO,
+def test_make_report_runs_the_cli(tmp_path):
+    require_tool("make")
+    stack = " ".join(stack_args(tmp_path, "baremetal", "openshift")[2:])
+    done = subprocess.run(["make", "-s", "report", f"LOGS={DEEPOPS}", "STACK=openshift", f"REPORT_ARGS={stack}"],
+                          cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "22.92 GB/s" in done.stdout
@@ -242,13 +250,12 @@ def test_an_mpi_log_that_died_in_nccl_init_is_an_error(tmp_path):
 
 def test_link_rate_comes_from_the_stack(tmp_path):
     # The same DeepOps logs against 200 Gb/s rails: ib_write_bw's 92.40 Gb/s is 46.2 % of the link.
-    stack = yaml.safe_load((REPO / "Pulumi.openshift.yaml").read_text())
+    config = builders.baremetal_stack()
     rails = [{"pfName": f"enp{i}s0", "vlan": 111 + i, "networkName": f"sriov11{1 + i}",
               "resourceName": f"sriov_11{1 + i}", "cidr": f"10.10.1{1 + i}.0/24", "linkGbps": 200} for i in range(2)]
-    stack["config"]["gpu-lab:addons"] = {"network": {"enabled": True, "mode": "sriov", "sriov": {"rails": rails}},
-                                         "jobs": {"nodes": ["worker-0", "worker-1"]}}
-    stack_file = tmp_path / "Pulumi.fast.yaml"
-    stack_file.write_text(yaml.safe_dump(stack))
+    config["gpu-lab:addons"] = {"network": {"enabled": True, "mode": "sriov", "sriov": {"rails": rails}},
+                                "jobs": {"nodes": list(builders.METAL_WORKERS)}}
+    stack_file = builders.write_stack_file(tmp_path, config, "fast")
     done = run_cli(str(DEEPOPS), "--stack", "fast", "--stack-file", str(stack_file))
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"line rate: {len(rails)} x 200 Gb/s per node" in done.stdout

@@ -1,16 +1,17 @@
-"""The whole program on the lab stack: the add-ons block of Pulumi.lab.yaml, wired by __main__.py."""
+"""The whole program on the test lab (tests/builders.py): its add-ons block, wired by __main__.py."""
 
 from __future__ import annotations
 
-import copy
 import json
 
+import builders
 import pytest
-
 from addons_harness import by_name, kube_objects, manifest
-from tools.mockrun import placeholder_secrets, run_program, stack_config
 
-WORKERS = ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+import tools.mockrun as mockrun
+from tools.mockrun import placeholder_secrets, run_program
+
+WORKERS = builders.WORKERS
 
 
 def test_the_lab_installs_its_addons_once(stack_run):
@@ -38,14 +39,33 @@ def test_the_lab_is_openshift(stack_run):
     by_name(stack_run, "RoleBinding", "rdma-shared-dp-privileged")
 
 
-def test_addons_wait_for_the_vms(stack_run):
-    # __main__ passes depends_on=[vms]; the kubeconfig comes from the OpenShift install
-    (provider,) = [r for r in stack_run.of_type("pulumi:providers:kubernetes") if r.name == "addons-k8s"]
+def test_addons_wait_for_the_vms(monkeypatch):
+    # The SDK sends a component's depends_on to the engine as the URNs of the dependency's
+    # resources (a component expands to its children), and registers the component only once
+    # those exist; the add-ons' own resources are its children, so they wait for every VM.
+    dependencies: dict[str, list[str]] = {}
+
+    class KeepingDependencies(mockrun.RecordingMonitor):
+        def RegisterResource(self, request):
+            dependencies[f"{request.type}::{request.name}"] = list(request.dependencies)
+            return super().RegisterResource(request)
+
+    monkeypatch.setattr(mockrun, "RecordingMonitor", KeepingDependencies)
+    run = run_program(builders.lab_stack())
+    (addons,) = run.of_type("gpu-lab:addons:ClusterAddons")
+    vms = run.of_type("vsphere:index/virtualMachine:VirtualMachine")
+    assert sorted(vm.name for vm in vms) == sorted(f"vms-{n}" for n in
+                                                   [*builders.CONTROL_PLANE, *builders.WORKERS, builders.BOOTSTRAP])
+    waits_for = set(dependencies[f"{addons.type}::{addons.name}"])
+    assert {vm.urn for vm in vms} <= waits_for, sorted(waits_for)
+    assert run.children_of(addons.name), "the add-ons' resources are the component's children"
+    # the kubeconfig comes from the OpenShift install, as a secret
+    (provider,) = [r for r in run.of_type("pulumi:providers:kubernetes") if r.name == "addons-k8s"]
     assert provider.secret_paths() == ["kubeconfig"]
 
 
 def test_without_openshift_the_kubeconfig_secret_is_required():
-    config = copy.deepcopy(stack_config("lab"))
+    config = builders.lab_stack()
     del config["gpu-lab:openshift"]
     secrets = placeholder_secrets(config)
     secrets["gpu-lab:kubeconfig"] = None

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from required_tools import require_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
@@ -19,16 +20,10 @@ SCRIPT = ROOT / "scripts" / "engine-sim.sh"
 STEPS = 7  # PASS lines engine-sim.sh prints when every step succeeds
 _TIMEOUT_S = 300  # ~11 s on 2 idle cores; generous for a loaded CI machine
 
-ENGINE_MISSING = f"Pulumi engine not installed in {CACHE}: run `make setup-pulumi` first"
-
-
 @pytest.fixture(autouse=True)
 def _engine_installed():
     """Developers without the engine skip this; CI builds it first, so there it must run."""
-    if not (CACHE / "bin" / "pulumi").is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(ENGINE_MISSING)
-        pytest.skip(ENGINE_MISSING)
+    require_path(CACHE / "bin" / "pulumi", "the Pulumi engine", "run `make setup-pulumi` first")
 
 
 def test_engine_sim_passes():

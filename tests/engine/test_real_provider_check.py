@@ -18,9 +18,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import builders
 from google.protobuf import struct_pb2
 
-from tools.mockrun import LabMocks, run_program, stack_config
+from tools.mockrun import LabMocks, run_program
 
 grpc = pytest.importorskip("grpc")
 from pulumi.output import Unknown  # noqa: E402
@@ -100,10 +101,10 @@ class InstallerNotRun(LabMocks):
 def runs(monkeypatch_module):
     import tools.mockrun as mockrun
 
-    lab = stack_config("lab")
+    lab = builders.lab_stack()
     customized = {k: v for k, v in copy.deepcopy(lab).items() if k not in ("gpu-lab:openshift", "gpu-lab:addons")}
     found = {"lab": run_program(lab), "lab-customized": run_program(customized),
-             "openshift": run_program(stack_config("openshift"), stack="openshift")}
+             "openshift": run_program(builders.baremetal_stack(), stack="openshift")}
     monkeypatch_module.setattr(mockrun, "LabMocks", InstallerNotRun)
     found["lab-first-preview"] = run_program(lab, preview=True)
     return found

@@ -13,4 +13,4 @@ def lab_sections() -> dict:
 
 @pytest.fixture
 def openshift_sections() -> dict:
-    return sections("openshift")
+    return sections("baremetal")

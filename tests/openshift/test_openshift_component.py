@@ -4,11 +4,11 @@ component alone with an ignition step that "ran" (mocked stdout) to follow its o
 from __future__ import annotations
 
 import base64
-import copy
 import json
 
 import pulumi
 import pytest
+import builders
 import yaml
 from openshift_helpers import script_values, sections
 
@@ -17,7 +17,7 @@ from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
 from components.openshift.render import render_files
 from components.openshift.files import sha256
 from components.secrets import LabSecrets, MissingSecretError
-from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program, run_stack, stack_config
+from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
 
@@ -25,7 +25,7 @@ TYPE = "gpu-lab:openshift:OpenShiftUpi"
 def lab_config() -> dict:
     # Without the add-ons: they are another section's, and need the kubeconfig the installer
     # has not produced under mocks.
-    config = copy.deepcopy(stack_config("lab"))
+    config = builders.lab_stack()
     config.pop("gpu-lab:addons", None)
     return config
 
@@ -37,7 +37,7 @@ def lab_run():
 
 @pytest.fixture(scope="module")
 def guide_run():
-    return run_stack("openshift")
+    return run_program(builders.baremetal_stack(), stack="openshift")
 
 
 def lab_run_with(**changes):
@@ -50,11 +50,11 @@ def test_component_registers_the_contract_intent(lab_run):
     component = lab_run.named("openshift")
     assert component.type == TYPE
     props = component.plain()
-    assert props["clusterName"] == "sckub" and props["baseDomain"] == "lab.local"
+    assert props["clusterName"] == "kub1" and props["baseDomain"] == "lab.local"
     assert props["controlPlaneCount"] == 3 and props["singleNode"] is False and props["bootstrap"] is True
     assert props["loadBalancer"]["frontends"] == [6443, 22623, 80, 443]
-    assert props["loadBalancer"]["backends"]["6443"] == ["sckubbs01", "sckubm01", "sckubm02", "sckubm03"]
-    assert props["loadBalancer"]["backends"]["80"] == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    assert props["loadBalancer"]["backends"]["6443"] == ["bs01", "m01", "m02", "m03"]
+    assert props["loadBalancer"]["backends"]["80"] == ["w01", "w02", "w03", "w04"]
 
 
 def test_children_are_named_after_the_component_and_parented_to_it(lab_run):
@@ -106,7 +106,7 @@ def test_services_restart_only_on_a_change_of_their_own_files(lab_run):
     paths = load_lab(sections("lab")).plan.cluster.config.helper.paths
     assert script_values(dns["create"]) == {"USE_SUDO": "no", "STAGING_DIR": paths.staging,
                                             "HOSTS_FILE": paths.hosts_file, "DNSMASQ_CONF": paths.dnsmasq_conf}
-    assert "api.sckub" not in dns["create"] and "server " not in lb["create"]
+    assert "api.kub1" not in dns["create"] and "server " not in lb["create"]
     staged = lab_run.named("openshift-stage-haproxy-cfg").plain()
     assert staged["remotePath"] == "/var/tmp/gpu-lab-openshift/haproxy.cfg"
     assert staged["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
@@ -114,7 +114,7 @@ def test_services_restart_only_on_a_change_of_their_own_files(lab_run):
     upstreams = lab_run_with(helper={"address": "172.16.7.5", "dnsUpstreams": ["172.16.31.1"]})
     assert upstreams.named("openshift-dns").plain()["triggers"] != dns["triggers"]
     assert upstreams.named("openshift-lb").plain()["triggers"] == lb["triggers"]
-    ingress = lab_run_with(ingressNodes=["sckubw01", "sckubw02"])
+    ingress = lab_run_with(ingressNodes=["w01", "w02"])
     assert ingress.named("openshift-lb").plain()["triggers"] != lb["triggers"]
     assert ingress.named("openshift-dns").plain()["triggers"] == dns["triggers"]
 
@@ -205,20 +205,20 @@ def test_preview_before_the_installer_ran_gives_copy_to_remote_only_known_source
 def test_csr_approval_names_only_the_configured_nodes(lab_run):
     script = lab_run.named("openshift-approve-csrs").plain()["create"]
     values = script_values(script)
-    assert values["WANTED_NODES"] == "sckubm01 sckubm02 sckubm03 sckubw01 sckubw02 sckubw03 sckubw04"
-    assert "sckubbs01" not in script
+    assert values["WANTED_NODES"] == "m01 m02 m03 w01 w02 w03 w04"
+    assert "bs01" not in script
     assert values["KUBECONFIG"] == "build/lab/openshift-install/auth/kubeconfig"
     assert "xargs" not in script  # never the guide's approve-everything pipeline
 
 
 def test_vms_get_ignition_and_network_kargs(lab_run):
     vms = {r.name: r for r in lab_run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
-    bootstrap = vms["vms-sckubbs01"].plain()["extraConfig"]
+    bootstrap = vms["vms-bs01"].plain()["extraConfig"]
     pointer = json.loads(base64.b64decode(bootstrap["guestinfo.ignition.config.data"]))
     assert pointer["ignition"]["config"]["merge"] == [{"source": "http://172.16.7.5:8080/bootstrap.ign"}]
     assert bootstrap["guestinfo.ignition.config.data.encoding"] == "base64"
     assert bootstrap["guestinfo.afterburn.initrd.network-kargs"].startswith("ip=172.16.7.10::")
-    worker = vms["vms-sckubw01"]
+    worker = vms["vms-w01"]
     assert "extraConfig" in worker.secret_paths()  # the installer's worker.ign
     assert "ip=192.168.0.51:::255.255.255.0::ens224:none:9000" in \
         worker.plain()["extraConfig"]["guestinfo.afterburn.initrd.network-kargs"]
@@ -228,8 +228,8 @@ def test_bootstrap_false_removes_bootstrap_vm_backend_and_files():
     run = lab_run_with(bootstrap=False)
     props = run.named("openshift").plain()
     assert props["bootstrap"] is False
-    assert all("sckubbs01" not in names for names in props["loadBalancer"]["backends"].values())
-    assert "vms-sckubbs01" not in {r.name for r in run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
+    assert all("bs01" not in names for names in props["loadBalancer"]["backends"].values())
+    assert "vms-bs01" not in {r.name for r in run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
     names = {r.name for r in run.resources}
     assert "openshift-stage-bootstrap-ign" not in names
     published = script_values(run.named("openshift-publish-ignition").plain()["create"])["IGNITION_FILES"]
@@ -247,7 +247,7 @@ def test_guide_stack_deploys_pxe_and_runs_the_install_lifecycle(guide_run):
     assert script_values(wait_install.plain()["create"])["WAIT_STAGE"] == "install-complete"
     assert wait_install.plain()["logging"] == "none"  # it prints the kubeadmin password
     props = guide_run.named("openshift").plain()
-    assert props["clusterName"] == "dgxpod" and props["controlPlaneCount"] == 3
+    assert props["clusterName"] == "pod1" and props["controlPlaneCount"] == 3
 
 
 # ---------------------------------------------------------------- the component alone, ignition "done"
@@ -304,38 +304,38 @@ def test_outputs_come_from_the_installer_and_stay_secret(mocks):
     component = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(sections("lab")).plan.cluster, secrets=secrets()))
     kubeconfig, secret = resolve(component.kubeconfig)
     assert kubeconfig == FAKE_FILES["kubeconfig"] and secret
-    extra, secret = resolve(pulumi.Output.from_input(component.vm_extra_config["sckubm02"]))
+    extra, secret = resolve(pulumi.Output.from_input(component.vm_extra_config["m02"]))
     assert secret
     assert base64.b64decode(extra["guestinfo.ignition.config.data"]).decode() == FAKE_FILES["master"]
     assert "ip=172.16.7.12::" in extra["guestinfo.afterburn.initrd.network-kargs"]
-    extra, _ = resolve(pulumi.Output.from_input(component.vm_extra_config["sckubw03"]))
+    extra, _ = resolve(pulumi.Output.from_input(component.vm_extra_config["w03"]))
     assert base64.b64decode(extra["guestinfo.ignition.config.data"]).decode() == FAKE_FILES["worker"]
     assert set(component.vm_extra_config) == {n.name for n in load_lab(sections("lab")).plan.cluster.nodes}
-    assert component.api_url == "https://api.sckub.lab.local:6443"
+    assert component.api_url == "https://api.kub1.lab.local:6443"
 
 
 def test_install_dir_and_installer_are_configurable(mocks):
     raw = sections("lab")
     raw["openshift"]["installer"] = "/opt/ocp/4.16/openshift-install"
     component = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(raw).plan.cluster, secrets=secrets(),
-                                                           install_dir="/srv/ocp/sckub"))
+                                                           install_dir="/srv/ocp/kub1"))
     resolve(component.kubeconfig)  # the ignition Command has been registered once this resolves
     cmd = mocks.resources["openshift-ignition"]
     values = script_values(cmd["create"])
     assert values["INSTALLER"] == "/opt/ocp/4.16/openshift-install"
-    assert values["INSTALL_DIR"] == "/srv/ocp/sckub"
-    assert cmd["delete"] == "rm -rf /srv/ocp/sckub"
-    assert component.install_dir == "/srv/ocp/sckub"
+    assert values["INSTALL_DIR"] == "/srv/ocp/kub1"
+    assert cmd["delete"] == "rm -rf /srv/ocp/kub1"
+    assert component.install_dir == "/srv/ocp/kub1"
 
 
 def test_missing_helper_key_is_named():
     with pytest.raises(MissingSecretError, match="gpu-lab:helperSshPrivateKey"):
-        OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(sections("openshift")).plan.cluster,
+        OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=load_lab(sections("baremetal")).plan.cluster,
                                                    secrets=secrets(helper_ssh_private_key=None)))
 
 
 def test_missing_pull_secret_fails_the_program():
-    config = copy.deepcopy(stack_config("openshift"))
+    config = builders.baremetal_stack()
     from tools.mockrun import placeholder_secrets
 
     values = placeholder_secrets(config)
@@ -352,7 +352,7 @@ def test_missing_pull_secret_fails_the_program():
 ])
 def test_malformed_install_config_secret_stops_the_program_without_showing_it(key, value, fragment):
     # openshift-install would reject it and print the value whole into the Command's logged stderr.
-    config = copy.deepcopy(stack_config("openshift"))
+    config = builders.baremetal_stack()
     from tools.mockrun import placeholder_secrets
 
     values = placeholder_secrets(config)
@@ -376,8 +376,8 @@ def test_whole_lab_runs_once_mocks_give_the_ignition_step_its_stdout(monkeypatch
             return rid, outputs
 
     monkeypatch.setattr(mockrun, "LabMocks", WithIgnition)
-    run = run_stack("lab")
+    run = run_program(builders.lab_stack())
     assert run.named("openshift").type == TYPE
     assert set(parse_ignition_stdout(placeholder_ignition_stdout())) == {"bootstrap", "master", "worker", "kubeconfig"}
-    master = run.named("vms-sckubm01").plain()["extraConfig"]["guestinfo.ignition.config.data"]
+    master = run.named("vms-m01").plain()["extraConfig"]["guestinfo.ignition.config.data"]
     assert json.loads(base64.b64decode(master)) == {"ignition": {"version": "3.2.0"}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builders
 import pytest
 from components.config import load_lab
 from components.model import ConfigError
@@ -22,12 +23,12 @@ def assert_problem(raw: dict, path: str, fragment: str) -> None:
 def test_lab_nodes_take_addresses_from_the_vsphere_plan(lab_sections):
     p = load_lab(lab_sections).plan.cluster
     by_name = {n.name: n for n in p.nodes}
-    assert by_name["sckubbs01"].address == "172.16.7.10"
-    assert [by_name[f"sckubm0{i}"].address for i in (1, 2, 3)] == ["172.16.7.11", "172.16.7.12", "172.16.7.13"]
-    assert by_name["sckubw04"].address == "172.16.7.54"
-    assert by_name["sckubw04"].rdma_address == "192.168.0.54"
-    assert by_name["sckubm01"].rdma_address is None
-    assert p.domain == "sckub.lab.local"
+    assert by_name["bs01"].address == "172.16.7.10"
+    assert [by_name[f"m0{i}"].address for i in (1, 2, 3)] == ["172.16.7.11", "172.16.7.12", "172.16.7.13"]
+    assert by_name["w04"].address == "172.16.7.54"
+    assert by_name["w04"].rdma_address == "192.168.0.54"
+    assert by_name["m01"].rdma_address is None
+    assert p.domain == "kub1.lab.local"
     assert p.lb_address == "172.16.7.5"
     assert not p.pxe_wanted  # every lab node is a VM cloned from the RHCOS template
 
@@ -36,7 +37,7 @@ def test_guide_stack_resolves_its_own_numbers(openshift_sections):
     lab = load_lab(openshift_sections)
     assert lab.vsphere is None and lab.vms() == []
     p = lab.plan.cluster
-    assert p.domain == "dgxpod.nvidia.com"
+    assert p.domain == "pod1.nvidia.com"
     assert p.lb_address == "10.33.3.54"
     assert p.http_base == "http://10.33.3.18:8080"
     assert [n.address for n in p.of_role("control-plane")] == ["10.33.3.50", "10.33.3.51", "10.33.3.52"]
@@ -49,8 +50,8 @@ def test_guide_stack_resolves_its_own_numbers(openshift_sections):
 def test_bootstrap_false_drops_the_bootstrap_node_and_vm(lab_sections):
     lab_sections["openshift"]["bootstrap"] = False
     lab = load_lab(lab_sections)
-    assert "sckubbs01" not in {n.name for n in lab.plan.cluster.nodes}
-    assert "sckubbs01" not in {vm.name for vm in lab.vms()}
+    assert "bs01" not in {n.name for n in lab.plan.cluster.nodes}
+    assert "bs01" not in {vm.name for vm in lab.vms()}
     assert lab.plan.cluster.bootstrap_node is None
 
 
@@ -58,22 +59,22 @@ def test_every_lab_vm_is_a_node_without_listing_it(lab_sections):
     assert "nodes" not in lab_sections["openshift"]
     p = load_lab(lab_sections).plan.cluster
     assert [(n.name, n.role, n.platform) for n in p.nodes][:2] == [
-        ("sckubbs01", "bootstrap", "vsphere"), ("sckubm01", "control-plane", "vsphere")]
+        ("bs01", "bootstrap", "vsphere"), ("m01", "control-plane", "vsphere")]
     assert len(p.nodes) == 8
 
 
 def test_listed_vm_details_that_agree_are_accepted(lab_sections):
     lab_sections["vsphere"]["controlPlane"]["macs"] = ["00:50:56:00:00:01", "00:50:56:00:00:02", "00:50:56:00:00:03"]
     lab_sections["openshift"]["nodes"] = [
-        {"name": "sckubm02", "role": "control-plane", "platform": "vsphere", "address": "172.16.7.12"},
-        {"name": "sckubm03", "role": "control-plane", "platform": "vsphere", "mac": "00:50:56:00:00:03",
+        {"name": "m02", "role": "control-plane", "platform": "vsphere", "address": "172.16.7.12"},
+        {"name": "m03", "role": "control-plane", "platform": "vsphere", "mac": "00:50:56:00:00:03",
          "installDevice": "/dev/nvme0n1"},
         {"name": "dgx01", "role": "worker", "address": "172.16.7.81", "mac": "0c:42:a1:00:00:81"},
     ]
     p = load_lab(lab_sections).plan.cluster
     nodes = {n.name: n for n in p.nodes}
-    assert nodes["sckubm01"].mac == "00:50:56:00:00:01"
-    assert nodes["sckubm03"].install_device == "/dev/nvme0n1"
+    assert nodes["m01"].mac == "00:50:56:00:00:01"
+    assert nodes["m03"].install_device == "/dev/nvme0n1"
     assert nodes["dgx01"].platform == "baremetal" and p.pxe_wanted
 
 
@@ -84,7 +85,7 @@ def test_clashes_among_vms_are_left_to_the_vsphere_section(lab_sections):
 
 
 def test_too_few_control_plane_vms_reported_where_the_names_are_written(lab_sections):
-    lab_sections["vsphere"]["controlPlane"]["names"] = ["sckubm01", "sckubm02"]
+    lab_sections["vsphere"]["controlPlane"]["names"] = ["m01", "m02"]
     found = problems(lab_sections)
     assert ("vsphere.controlPlane.names", "2 control-plane node(s); OpenShift needs at least 3 for etcd quorum "
             "(or opt into a one-node lab with singleNode: true)") in found, found
@@ -92,7 +93,7 @@ def test_too_few_control_plane_vms_reported_where_the_names_are_written(lab_sect
 
 def test_single_node_is_an_explicit_opt_in(openshift_sections):
     oc = openshift_sections["openshift"]
-    oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("master-0", "worker-0")]
+    oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("cp-0", "dgx-0")]
     assert_problem(openshift_sections, "openshift.nodes", "at least 3")
     oc.update(singleNode=True)
     assert_problem(openshift_sections, "openshift.bootstrap", "set bootstrap: false")
@@ -110,10 +111,10 @@ GUIDE_CASES = {
     "bootstrap on without a bootstrap node": (
         lambda oc: oc["nodes"].pop(0), "openshift.bootstrap", "needs a bootstrap node"),
     "duplicate name": (
-        lambda oc: oc["nodes"][5].update(name="worker-0"), "openshift.nodes", "'worker-0' is used more than once"),
+        lambda oc: oc["nodes"][5].update(name="dgx-0"), "openshift.nodes", "'dgx-0' is used more than once"),
     "duplicate address": (
         lambda oc: oc["nodes"][5].update(address="10.33.3.44"), "openshift.nodes",
-        "address 10.33.3.44 is given to more than one node (worker-0, worker-1)"),
+        "address 10.33.3.44 is given to more than one node (dgx-0, dgx-1)"),
     "duplicate MAC": (
         lambda oc: [oc["nodes"][i].update(mac="52:54:00:aa:bb:cc") for i in (4, 5)], "openshift.nodes",
         "MAC 52:54:00:aa:bb:cc is given to more than one node"),
@@ -140,7 +141,7 @@ GUIDE_CASES = {
     "gateway outside the machine network": (
         lambda oc: oc["networks"].update(gateway="10.9.9.1"), "openshift.networks.gateway", "outside"),
     "ingress node that is not a node": (
-        lambda oc: oc.update(ingressNodes=["worker-0", "bootstrap"]), "openshift.ingressNodes[1]",
+        lambda oc: oc.update(ingressNodes=["dgx-0", "bootstrap"]), "openshift.ingressNodes[1]",
         "not a control-plane or worker node"),
     "helper on a node's address": (
         lambda oc: oc["helper"].update(address="10.33.3.50"), "openshift.helper.address", "also a node's address"),
@@ -182,33 +183,33 @@ def listing(**node):
 
 LAB_CASES = {
     "VM that does not exist": (
-        listing(name="sckubw05", role="worker", platform="vsphere"), "openshift.nodes[0].name",
-        "'sckubw05' is not a VM of the vsphere section"),
+        listing(name="w05", role="worker", platform="vsphere"), "openshift.nodes[0].name",
+        "'w05' is not a VM of the vsphere section"),
     "address that disagrees with the VM": (
-        listing(name="sckubm02", role="control-plane", platform="vsphere", address="172.16.7.99"),
-        "openshift.nodes[0].address", "differs from VM sckubm02's management address 172.16.7.12"),
+        listing(name="m02", role="control-plane", platform="vsphere", address="172.16.7.99"),
+        "openshift.nodes[0].address", "differs from VM m02's management address 172.16.7.12"),
     "role that disagrees with the VM": (
-        listing(name="sckubw01", role="control-plane", platform="vsphere"), "openshift.nodes[0].role",
-        "VM sckubw01 is planned as worker"),
+        listing(name="w01", role="control-plane", platform="vsphere"), "openshift.nodes[0].role",
+        "VM w01 is planned as worker"),
     "MAC that disagrees with the VM": (
         lambda raw: (raw["vsphere"]["workers"].update(macs=[f"00:50:56:00:01:0{i}" for i in range(4)]),
-                     listing(name="sckubw01", role="worker", platform="vsphere", mac="00:50:56:00:01:09")(raw)),
-        "openshift.nodes[0].mac", "differs from VM sckubw01's MAC 00:50:56:00:01:00"),
+                     listing(name="w01", role="worker", platform="vsphere", mac="00:50:56:00:01:09")(raw)),
+        "openshift.nodes[0].mac", "differs from VM w01's MAC 00:50:56:00:01:00"),
     "bare-metal node named like a VM": (
-        listing(name="sckubw01", role="worker", address="172.16.7.90"), "openshift.nodes",
-        "'sckubw01' is used more than once"),
+        listing(name="w01", role="worker", address="172.16.7.90"), "openshift.nodes",
+        "'w01' is used more than once"),
     "bare-metal node on a VM's address": (
         listing(name="dgx01", role="worker", address="172.16.7.51"), "openshift.nodes",
-        "address 172.16.7.51 is given to more than one node (sckubw01, dgx01)"),
+        "address 172.16.7.51 is given to more than one node (w01, dgx01)"),
     "VM without a planned address": (
         lambda raw: raw["vsphere"]["workers"].pop("managementAddresses"), "openshift.nodes",
-        "VM sckubw01 has no management address"),
+        "VM w01 has no management address"),
     "pod network over the RDMA network": (
         lambda raw: raw["openshift"]["networks"].update(clusterNetwork={"cidr": "192.168.0.0/16", "hostPrefix": 24}),
         "vsphere.networks.rdma.cidr", "overlaps 192.168.0.0/16"),
     "machine network that misses the VMs": (
         lambda raw: raw["openshift"]["networks"].update(machineNetwork=["172.16.8.0/24"]),
-        "openshift.nodes", "172.16.7.11 of node sckubm01 is outside"),
+        "openshift.nodes", "172.16.7.11 of node m01 is outside"),
     "bootstrap on without a bootstrap VM": (
         lambda raw: raw["vsphere"].pop("bootstrap"), "openshift.bootstrap", "needs a bootstrap node"),
 }
@@ -238,6 +239,16 @@ def test_every_problem_is_reported_at_once(openshift_sections):
 
 
 # ---------------------------------------------------------------- openshift-install's own rules
+
+
+def domain_of_length(n: int) -> str:
+    """A DNS name of exactly n characters, in labels of at most 60."""
+    labels = []
+    while n > 61:
+        labels.append("d" * 60)
+        n -= 61
+    return ".".join(labels + ["d" * n])
+
 # Each case mirrors a check of openshift-install's install-config validation, read at
 # openshift/installer commit 7ad0e35651d59acc86772481d79ea17241f3ecd7 (master, 2025-05-13).
 # (mutation of the guide's stack, key path, part of the message)
@@ -249,7 +260,7 @@ INSTALLER_CASES = {
     # pkg/types/validation/installconfig.go, ValidateInstallConfig: DomainName(ClusterDomain()),
     # a DNS-1123 subdomain of at most 253 characters
     "cluster domain longer than 253": (
-        lambda oc: oc.update(baseDomain=".".join(["d" * 60] * 4 + ["ddd"])), "openshift.baseDomain",
+        lambda oc: oc.update(baseDomain=domain_of_length(254 - len(oc["clusterName"] + "."))), "openshift.baseDomain",
         "is 254 characters; openshift-install allows at most 253"),
     # pkg/types/validation/installconfig.go, validateNetworking: OpenShiftSDN is refused
     "OpenShiftSDN": (
@@ -305,7 +316,7 @@ def test_installer_limits_accept_their_boundaries(openshift_sections):
     oc.update(clusterName="c" * 54)
     oc["networks"].update(serviceNetwork="172.16.0.0/12")
     assert load_lab(openshift_sections).openshift.cluster_name == "c" * 54
-    oc["nodes"] = [n for n in oc["nodes"] if n["name"] == "master-0"]
+    oc["nodes"] = [n for n in oc["nodes"] if n["name"] == builders.METAL_CONTROL_PLANE[0]]
     oc.update(singleNode=True, bootstrap=False)
     oc["networks"].update(clusterNetwork={"cidr": "10.128.0.0/23", "hostPrefix": 23})
     assert load_lab(openshift_sections).openshift.networks.cluster_network.host_prefix == 23

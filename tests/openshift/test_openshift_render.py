@@ -52,7 +52,7 @@ def lab_of(stack: str, mutate=None):
 
 
 def guide(**changes):
-    return lab_of("openshift", lambda raw: raw["openshift"].update(changes)).plan.cluster
+    return lab_of("baremetal", lambda raw: raw["openshift"].update(changes)).plan.cluster
 
 
 def lab(**changes):
@@ -83,7 +83,7 @@ def haproxy_sections(text: str) -> dict[str, dict]:
 
 def test_install_config_carries_the_guide_cluster_and_the_secrets_passed_in():
     doc = yaml.safe_load(render_install_config(guide(), PULL, SSH))
-    assert doc["baseDomain"] == "nvidia.com" and doc["metadata"]["name"] == "dgxpod"
+    assert doc["baseDomain"] == "nvidia.com" and doc["metadata"]["name"] == "pod1"
     assert doc["controlPlane"] == {"name": "master", "hyperthreading": "Enabled", "replicas": 3}
     assert doc["compute"] == [{"name": "worker", "hyperthreading": "Enabled", "replicas": 2}]
     assert doc["networking"] == {
@@ -104,7 +104,7 @@ def test_install_config_counts_the_vsphere_vms_as_control_plane_and_compute_repl
     # getTemplateData); 0 is refused (pkg/types/validation/installconfig.go, validateControlPlane).
     # compute replicas of 0 make the control plane schedulable (pkg/asset/manifests/scheduler.go).
     doc = yaml.safe_load(render_install_config(lab(), PULL, SSH))
-    assert doc["controlPlane"]["replicas"] == 3  # sckubm01-03, VMs of the vsphere section
+    assert doc["controlPlane"]["replicas"] == 3  # m01-03, VMs of the vsphere section
     assert doc["compute"][0]["replicas"] == 4  # the four vGPU worker VMs
 
 
@@ -122,34 +122,34 @@ def test_install_config_on_platform_vsphere_leaves_compute_replicas_at_zero():
     # clones that many more VMs (openshift/installer pkg/asset/machines/worker.go, vsphere case);
     # our workers exist already.
     def to_vsphere(raw):
-        raw["openshift"].update(platform="vsphere", vcenter={"server": "sc2vc03.lab.local", "user": "admin@lab"})
+        raw["openshift"].update(platform="vsphere", vcenter={"server": "vc1.lab.local", "user": "admin@lab"})
     doc = yaml.safe_load(render_install_config(lab_of("lab", to_vsphere).plan.cluster, PULL, SSH, "vc-pass"))
     assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 0)
 
 
 def test_install_config_for_vsphere_platform_names_vcenter_and_topology():
     def to_vsphere(raw):
-        raw["openshift"].update(platform="vsphere", vcenter={"server": "sc2vc03.lab.local", "user": "admin@lab"})
+        raw["openshift"].update(platform="vsphere", vcenter={"server": "vc1.lab.local", "user": "admin@lab"})
     p = lab_of("lab", to_vsphere).plan.cluster
     doc = yaml.safe_load(render_install_config(p, PULL, SSH, "vc-pass"))
     vc = doc["platform"]["vsphere"]["vcenters"][0]
-    assert vc == {"server": "sc2vc03.lab.local", "user": "admin@lab", "password": "vc-pass", "datacenters": ["SC2"]}
+    assert vc == {"server": "vc1.lab.local", "user": "admin@lab", "password": "vc-pass", "datacenters": ["dc1"]}
     topology = doc["platform"]["vsphere"]["failureDomains"][0]["topology"]
-    assert topology["computeCluster"] == "/SC2/host/sc2-workload"
-    assert topology["datastore"] == "/SC2/datastore/vsanDatastore"
+    assert topology["computeCluster"] == "/dc1/host/gpu-cluster"
+    assert topology["datastore"] == "/dc1/datastore/vsanDatastore"
 
 
 def test_install_config_single_node_installs_in_place():
     def one_node(raw):
         oc = raw["openshift"]
-        oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("master-0",)]
+        oc["nodes"] = [n for n in oc["nodes"] if n["name"] in ("cp-0",)]
         oc.update(singleNode=True, bootstrap=False)
-    doc = yaml.safe_load(render_install_config(lab_of("openshift", one_node).plan.cluster, PULL, SSH))
+    doc = yaml.safe_load(render_install_config(lab_of("baremetal", one_node).plan.cluster, PULL, SSH))
     assert doc["controlPlane"]["replicas"] == 1
     assert doc["bootstrapInPlace"] == {"installationDisk": "/dev/vda"}
 
 
-@pytest.mark.parametrize("stack", ["lab", "openshift"])
+@pytest.mark.parametrize("stack", ["lab", "baremetal"])
 def test_render_files_writes_the_layout_with_secrets_redacted(stack):
     files = render_files(lab_of(stack).plan.cluster)
     expected = {
@@ -165,7 +165,7 @@ def test_render_files_writes_the_layout_with_secrets_redacted(stack):
 def test_render_files_adds_a_pxelinux_file_per_bare_metal_mac():
     def macs(raw):
         raw["openshift"]["nodes"][4]["mac"] = "0C:42:A1:00:00:44"
-    files = render_files(lab_of("openshift", macs).plan.cluster)
+    files = render_files(lab_of("baremetal", macs))
     assert "openshift/pxe/pxelinux.cfg/01-0c-42-a1-00-00-44" in files
 
 
@@ -175,22 +175,22 @@ def test_render_files_adds_a_pxelinux_file_per_bare_metal_mac():
 def test_hosts_file_puts_each_node_name_first_then_its_fqdn():
     lines = [line.split() for line in render_hosts(guide()).splitlines() if not line.startswith("#")]
     by_address = {words[0]: words[1:] for words in lines}
-    assert by_address["10.33.3.50"] == ["master-0", "master-0.dgxpod.nvidia.com", "etcd-0.dgxpod.nvidia.com"]
-    assert by_address["10.33.3.52"][2] == "etcd-2.dgxpod.nvidia.com"
-    assert by_address["10.33.3.44"] == ["worker-0", "worker-0.dgxpod.nvidia.com"]
-    assert by_address["10.33.3.53"] == ["bootstrap", "bootstrap.dgxpod.nvidia.com"]
-    assert by_address["10.33.3.54"] == ["api.dgxpod.nvidia.com", "api-int.dgxpod.nvidia.com"]
+    assert by_address["10.33.3.50"] == ["cp-0", "cp-0.pod1.nvidia.com", "etcd-0.pod1.nvidia.com"]
+    assert by_address["10.33.3.52"][2] == "etcd-2.pod1.nvidia.com"
+    assert by_address["10.33.3.44"] == ["dgx-0", "dgx-0.pod1.nvidia.com"]
+    assert by_address["10.33.3.53"] == ["bootstrap", "bootstrap.pod1.nvidia.com"]
+    assert by_address["10.33.3.54"] == ["api.pod1.nvidia.com", "api-int.pod1.nvidia.com"]
     assert "10.33.3.53" not in render_hosts(guide(bootstrap=False))
 
 
 def test_dnsmasq_conf_has_wildcard_ptr_srv_and_pxe_for_the_guide():
     lines = render_dnsmasq_conf(guide()).splitlines()
-    assert "address=/apps.dgxpod.nvidia.com/10.33.3.54" in lines
-    assert "local=/dgxpod.nvidia.com/" in lines
+    assert "address=/apps.pod1.nvidia.com/10.33.3.54" in lines
+    assert "local=/pod1.nvidia.com/" in lines
     assert "addn-hosts=/etc/hosts.dnsmasq" in lines
-    assert "ptr-record=50.3.33.10.in-addr.arpa,master-0.dgxpod.nvidia.com" in lines
+    assert "ptr-record=50.3.33.10.in-addr.arpa,cp-0.pod1.nvidia.com" in lines
     assert [x for x in lines if x.startswith("srv-host=")] == [
-        f"srv-host=_etcd-server-ssl._tcp.dgxpod.nvidia.com,etcd-{i}.dgxpod.nvidia.com,2380,0,10" for i in range(3)]
+        f"srv-host=_etcd-server-ssl._tcp.pod1.nvidia.com,etcd-{i}.pod1.nvidia.com,2380,0,10" for i in range(3)]
     assert "dhcp-match=set:efi-x86_64,option:client-arch,7" in lines
     assert "dhcp-match=set:efi-x86_64,option:client-arch,9" in lines
     assert "dhcp-boot=tag:efi-x86_64,grubx64.efi" in lines
@@ -211,11 +211,11 @@ def test_dnsmasq_dhcp_reserves_by_mac_only():
         oc["dhcp"] = {"enabled": True, "leaseTime": "1h"}
         oc["networks"]["gateway"] = "10.33.3.1"
         oc["nodes"][4]["mac"] = "0c:42:a1:00:00:44"
-    lines = render_dnsmasq_conf(lab_of("openshift", dhcp).plan.cluster).splitlines()
+    lines = render_dnsmasq_conf(lab_of("baremetal", dhcp).plan.cluster).splitlines()
     assert "dhcp-range=set:machine0,10.33.3.0,static,255.255.255.0,1h" in lines
     assert "dhcp-option=tag:machine0,option:router,10.33.3.1" in lines
     assert "dhcp-option=option:dns-server,10.33.3.18" in lines
-    assert [x for x in lines if x.startswith("dhcp-host=")] == ["dhcp-host=0c:42:a1:00:00:44,10.33.3.44,worker-0,1h"]
+    assert [x for x in lines if x.startswith("dhcp-host=")] == ["dhcp-host=0c:42:a1:00:00:44,10.33.3.44,dgx-0,1h"]
 
 
 # ---------------------------------------------------------------- HAProxy
@@ -226,11 +226,11 @@ def test_haproxy_backends_follow_the_guide():
     assert set(listens) == {"api-server", "machine-config-server", "ingress-http", "ingress-https"}
     assert listens["api-server"]["bind"] == "10.33.3.54:6443"
     assert [(n, a) for n, a, _ in listens["api-server"]["servers"]] == [
-        ("bootstrap", "10.33.3.53:6443"), ("master-0", "10.33.3.50:6443"),
-        ("master-1", "10.33.3.51:6443"), ("master-2", "10.33.3.52:6443")]
-    assert [n for n, _, _ in listens["machine-config-server"]["servers"]] == ["bootstrap", "master-0", "master-1", "master-2"]
+        ("bootstrap", "10.33.3.53:6443"), ("cp-0", "10.33.3.50:6443"),
+        ("cp-1", "10.33.3.51:6443"), ("cp-2", "10.33.3.52:6443")]
+    assert [n for n, _, _ in listens["machine-config-server"]["servers"]] == ["bootstrap", "cp-0", "cp-1", "cp-2"]
     assert [(n, a) for n, a, _ in listens["ingress-https"]["servers"]] == [
-        ("worker-0", "10.33.3.44:443"), ("worker-1", "10.33.3.46:443")]
+        ("dgx-0", "10.33.3.44:443"), ("dgx-1", "10.33.3.46:443")]
     assert [a for _, a, _ in listens["ingress-http"]["servers"]] == ["10.33.3.44:80", "10.33.3.46:80"]
 
 
@@ -253,24 +253,24 @@ def test_haproxy_without_bootstrap_has_no_bootstrap_server():
     text = render_haproxy_cfg(guide(bootstrap=False))
     assert "bootstrap" not in text
     listens = haproxy_sections(text)
-    assert [n for n, _, _ in listens["api-server"]["servers"]] == ["master-0", "master-1", "master-2"]
+    assert [n for n, _, _ in listens["api-server"]["servers"]] == ["cp-0", "cp-1", "cp-2"]
 
 
 def test_haproxy_ingress_nodes_override_and_compact_cluster():
-    listens = haproxy_sections(render_haproxy_cfg(guide(ingressNodes=["worker-1"])))
-    assert [n for n, _, _ in listens["ingress-http"]["servers"]] == ["worker-1"]
+    listens = haproxy_sections(render_haproxy_cfg(guide(ingressNodes=["dgx-1"])))
+    assert [n for n, _, _ in listens["ingress-http"]["servers"]] == ["dgx-1"]
 
     def compact(raw):
         raw["openshift"]["nodes"] = [n for n in raw["openshift"]["nodes"] if n["role"] != "worker"]
-    listens = haproxy_sections(render_haproxy_cfg(lab_of("openshift", compact).plan.cluster))
-    assert [n for n, _, _ in listens["ingress-https"]["servers"]] == ["master-0", "master-1", "master-2"]
+    listens = haproxy_sections(render_haproxy_cfg(lab_of("baremetal", compact).plan.cluster))
+    assert [n for n, _, _ in listens["ingress-https"]["servers"]] == ["cp-0", "cp-1", "cp-2"]
 
 
 def test_load_balancer_intent_matches_the_config():
     intent = load_balancer_intent(guide(bootstrap=False))
     assert intent["frontends"] == [6443, 22623, 80, 443]
-    assert intent["backends"]["6443"] == ["master-0", "master-1", "master-2"]
-    assert intent["backends"]["443"] == ["worker-0", "worker-1"]
+    assert intent["backends"]["6443"] == ["cp-0", "cp-1", "cp-2"]
+    assert intent["backends"]["443"] == ["dgx-0", "dgx-1"]
     assert "bootstrap" in load_balancer_intent(guide())["backends"]["22623"]
 
 
@@ -315,15 +315,15 @@ def test_pxelinux_has_one_entry_per_role_with_coreos_arguments():
 def test_pxe_selects_a_known_machine_by_mac():
     def macs(raw):
         raw["openshift"]["nodes"][5].update(mac="0c:42:a1:00:00:46", installDevice="/dev/nvme0n1")
-    p = lab_of("openshift", macs).plan.cluster
-    worker1 = next(n for n in p.nodes if n.name == "worker-1")
+    p = lab_of("baremetal", macs).plan.cluster
+    worker1 = next(n for n in p.nodes if n.name == "dgx-1")
     assert pxelinux_mac_name(worker1.mac) == "01-0c-42-a1-00-00-46"
     entries = _pxelinux_entries(render_pxelinux_node(p, worker1))
-    assert _kargs(entries["worker-1"]["APPEND"])["coreos.inst.install_dev"] == "/dev/nvme0n1"
-    assert _kargs(entries["worker-1"]["APPEND"])["coreos.inst.ignition_url"] == "http://10.33.3.18:8080/worker.ign"
+    assert _kargs(entries["dgx-1"]["APPEND"])["coreos.inst.install_dev"] == "/dev/nvme0n1"
+    assert _kargs(entries["dgx-1"]["APPEND"])["coreos.inst.ignition_url"] == "http://10.33.3.18:8080/worker.ign"
     grub = render_grub_cfg(p)
-    assert 'if [ "${net_default_mac}" = "0c:42:a1:00:00:46" ]; then\n    set default=worker-1' in grub
-    assert "menuentry 'Install RHCOS: worker-1 (worker)' --id worker-1 {" in grub
+    assert 'if [ "${net_default_mac}" = "0c:42:a1:00:00:46" ]; then\n    set default=dgx-1' in grub
+    assert "menuentry 'Install RHCOS: dgx-1 (worker)' --id dgx-1 {" in grub
 
 
 def test_grub_cfg_fetches_over_http_with_the_same_arguments():
@@ -353,11 +353,11 @@ def test_pointer_ignition_merges_the_full_config_from_the_helper():
 def test_vsphere_nodes_get_static_network_kernel_arguments():
     p = lab(networks={"machineNetwork": ["172.16.7.0/24"], "gateway": "172.16.7.1"})
     nodes = {n.name: n for n in p.nodes}
-    assert network_kargs(p, nodes["sckubm01"]) == (
-        "ip=172.16.7.11::172.16.7.1:255.255.255.0:sckubm01.sckub.lab.local:ens192:none nameserver=172.16.7.5")
+    assert network_kargs(p, nodes["m01"]) == (
+        "ip=172.16.7.11::172.16.7.1:255.255.255.0:m01.kub1.lab.local:ens192:none nameserver=172.16.7.5")
     # workers: the PVRDMA NIC too, with the RDMA network's jumbo MTU and no gateway
-    assert network_kargs(p, nodes["sckubw02"]).split() == [
-        "ip=172.16.7.52::172.16.7.1:255.255.255.0:sckubw02.sckub.lab.local:ens192:none",
+    assert network_kargs(p, nodes["w02"]).split() == [
+        "ip=172.16.7.52::172.16.7.1:255.255.255.0:w02.kub1.lab.local:ens192:none",
         "ip=192.168.0.52:::255.255.255.0::ens224:none:9000",
         "nameserver=172.16.7.5",
     ]
@@ -407,8 +407,8 @@ def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
     assert result.returncode == 0, result.stderr
     files = parse_ignition_stdout(result.stdout)
     assert files == {
-        "bootstrap": '{"bootstrap": "dgxpod"}\n', "master": '{"master": "dgxpod"}\n',
-        "worker": '{"worker": "dgxpod"}\n', "kubeconfig": "kubeconfig-of-dgxpod\n"}
+        "bootstrap": '{"bootstrap": "pod1"}\n', "master": '{"master": "pod1"}\n',
+        "worker": '{"worker": "pod1"}\n', "kubeconfig": "kubeconfig-of-pod1\n"}
     assert (tmp_path / "installer-calls").read_text().splitlines() == [
         "--dir", str(install_dir), "create", "ignition-configs"]
     assert not (install_dir / "stale.ign").exists()  # every run starts from an empty dir
@@ -490,18 +490,18 @@ def run_csr(tmp_path: Path, pending: list[dict], nodes: list[str], timeout_s: in
 
 
 def test_csr_approval_is_limited_to_configured_nodes(tmp_path):
-    masters = ["master-0", "master-1", "master-2"]
+    masters = ["cp-0", "cp-1", "cp-2"]
     pending = [
-        {"name": "csr-w0", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:worker-0"),
-         "joins": "worker-0"},
+        {"name": "csr-w0", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:dgx-0"),
+         "joins": "dgx-0"},
         {"name": "csr-w1", "user": BOOTSTRAPPER,
-         "request": csr_request(tmp_path, "system:node:worker-1.dgxpod.nvidia.com"),
-         "joins": "worker-1.dgxpod.nvidia.com"},
+         "request": csr_request(tmp_path, "system:node:dgx-1.pod1.nvidia.com"),
+         "joins": "dgx-1.pod1.nvidia.com"},
         {"name": "csr-intruder", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:intruder")},
         {"name": "csr-two-names", "user": BOOTSTRAPPER,
-         "request": csr_request(tmp_path, "system:node:worker-0 worker-1")},
+         "request": csr_request(tmp_path, "system:node:dgx-0 dgx-1")},
         {"name": "csr-serving-evil", "user": "system:node:evil", "request": "x"},
-        {"name": "csr-lookalike", "user": "system:node:worker-0x", "request": "x"},
+        {"name": "csr-lookalike", "user": "system:node:dgx-0x", "request": "x"},
         {"name": "csr-other", "user": "system:serviceaccount:default:builder", "request": "x"},
     ]
     result, approved = run_csr(tmp_path, pending, masters)
@@ -509,14 +509,14 @@ def test_csr_approval_is_limited_to_configured_nodes(tmp_path):
     assert sorted(approved) == ["csr-w0", "csr-w0-serving", "csr-w1", "csr-w1-serving"]
     assert "leaving CSR csr-intruder of 'intruder' pending" in result.stderr
     assert "leaving CSR csr-serving-evil of 'evil' pending" in result.stderr
-    assert "leaving CSR csr-two-names of 'worker-0 worker-1' pending" in result.stderr
+    assert "leaving CSR csr-two-names of 'dgx-0 dgx-1' pending" in result.stderr
     assert "every configured node has joined" in result.stdout
 
 
 def test_csr_approval_gives_up_naming_the_missing_node(tmp_path):
-    result, approved = run_csr(tmp_path, [], ["master-0", "master-1", "master-2", "worker-0"], timeout_s=1)
+    result, approved = run_csr(tmp_path, [], ["cp-0", "cp-1", "cp-2", "dgx-0"], timeout_s=1)
     assert result.returncode == 1
-    assert "nodes not joined: worker-1" in result.stderr
+    assert "nodes not joined: dgx-1" in result.stderr
     assert approved == []
 
 

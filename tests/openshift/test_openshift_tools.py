@@ -69,7 +69,7 @@ def with_macs(raw_sections: dict) -> dict:
 # ---------------------------------------------------------------- haproxy -c
 
 
-@pytest.mark.parametrize("stack", ["lab", "openshift"])
+@pytest.mark.parametrize("stack", ["lab", "baremetal"])
 @pytest.mark.parametrize("bootstrap", [True, False])
 def test_haproxy_accepts_rendered_config(tmp_path, stack, bootstrap):
     cfg = tmp_path / "haproxy.cfg"
@@ -81,7 +81,7 @@ def test_haproxy_accepts_rendered_config(tmp_path, stack, bootstrap):
 
 def test_haproxy_rejects_a_broken_config(tmp_path):
     # The check above is only worth something if haproxy -c does fail on bad input.
-    text = render_haproxy_cfg(lab_of("openshift").plan.cluster).replace("mode tcp", "mode tcpx", 1)
+    text = render_haproxy_cfg(lab_of("baremetal").plan.cluster).replace("mode tcp", "mode tcpx", 1)
     cfg = tmp_path / "haproxy.cfg"
     cfg.write_text(text)
     result = subprocess.run([tool("haproxy"), "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
@@ -153,8 +153,8 @@ def live_proxy(tmp_path):
 
 
 def test_haproxy_sends_api_and_machine_config_traffic_to_bootstrap_and_control_plane(live_proxy):
-    proxy = live_proxy(lab_of("openshift"))
-    expected = {"bootstrap", "master-0", "master-1", "master-2"}
+    proxy = live_proxy(lab_of("baremetal"))
+    expected = {"bootstrap", "cp-0", "cp-1", "cp-2"}
     assert set(proxy.api_responders(8)) == expected
     assert set(proxy.tcp_responders(MCS_PORT, 8)) == expected
     # The API health check really is an HTTPS GET /readyz against each backend (checks are
@@ -166,29 +166,29 @@ def test_haproxy_sends_api_and_machine_config_traffic_to_bootstrap_and_control_p
 
 
 def test_haproxy_sends_ingress_traffic_to_workers_only(live_proxy):
-    proxy = live_proxy(lab_of("openshift"))
-    assert set(proxy.tcp_responders(HTTP_PORT, 6)) == {"worker-0", "worker-1"}
-    assert set(proxy.tcp_responders(HTTPS_PORT, 6)) == {"worker-0", "worker-1"}
+    proxy = live_proxy(lab_of("baremetal"))
+    assert set(proxy.tcp_responders(HTTP_PORT, 6)) == {"dgx-0", "dgx-1"}
+    assert set(proxy.tcp_responders(HTTPS_PORT, 6)) == {"dgx-0", "dgx-1"}
 
 
 def test_haproxy_without_bootstrap_reaches_only_the_control_plane(live_proxy):
-    proxy = live_proxy(lab_of("openshift", bootstrap=False))
+    proxy = live_proxy(lab_of("baremetal", bootstrap=False))
     assert "bootstrap" not in {name for name, _ in proxy.servers}
-    assert set(proxy.api_responders(9)) == {"master-0", "master-1", "master-2"}
-    assert set(proxy.tcp_responders(MCS_PORT, 9)) == {"master-0", "master-1", "master-2"}
+    assert set(proxy.api_responders(9)) == {"cp-0", "cp-1", "cp-2"}
+    assert set(proxy.tcp_responders(MCS_PORT, 9)) == {"cp-0", "cp-1", "cp-2"}
 
 
 def test_haproxy_takes_a_control_plane_node_failing_readyz_out(live_proxy):
-    proxy = live_proxy(lab_of("openshift", bootstrap=False), unhealthy={"master-2"})
+    proxy = live_proxy(lab_of("baremetal", bootstrap=False), unhealthy={"cp-2"})
     # inter 2s, fall 2: down within a few seconds; then rounds of requests never reach it
     deadline = time.monotonic() + 15
     clean_rounds = 0
     while clean_rounds < 2:
-        assert time.monotonic() < deadline, "master-2 kept receiving traffic although /readyz fails"
+        assert time.monotonic() < deadline, "cp-2 kept receiving traffic although /readyz fails"
         seen = set(proxy.api_responders(4))
-        clean_rounds = clean_rounds + 1 if seen == {"master-0", "master-1"} else 0
+        clean_rounds = clean_rounds + 1 if seen == {"cp-0", "cp-1"} else 0
         time.sleep(0.3)
-    assert proxy.servers[("master-2", API_PORT)].readyz_hits >= 1
+    assert proxy.servers[("cp-2", API_PORT)].readyz_hits >= 1
 
 
 # ---------------------------------------------------------------- live dnsmasq
@@ -258,10 +258,10 @@ def live_dns(tmp_path):
 
 
 def test_dnsmasq_answers_nodes_api_and_apps_wildcard(live_dns):
-    server = live_dns(lab_of("openshift"))
-    d = "dgxpod.nvidia.com"
-    assert server.answers(f"master-0.{d}", "A") == ["10.33.3.50"]
-    assert server.answers("worker-1", "A") == ["10.33.3.46"]
+    server = live_dns(lab_of("baremetal"))
+    d = "pod1.nvidia.com"
+    assert server.answers(f"cp-0.{d}", "A") == ["10.33.3.50"]
+    assert server.answers("dgx-1", "A") == ["10.33.3.46"]
     assert server.answers(f"bootstrap.{d}", "A") == ["10.33.3.53"]
     assert server.answers(f"api.{d}", "A") == ["10.33.3.54"]
     assert server.answers(f"api-int.{d}", "A") == ["10.33.3.54"]
@@ -273,9 +273,9 @@ def test_dnsmasq_answers_nodes_api_and_apps_wildcard(live_dns):
 
 
 def test_dnsmasq_answers_reverse_and_etcd_srv(live_dns):
-    server = live_dns(lab_of("openshift"))
-    d = "dgxpod.nvidia.com"
-    for address, name in (("10.33.3.50", "master-0"), ("10.33.3.44", "worker-0"), ("10.33.3.53", "bootstrap")):
+    server = live_dns(lab_of("baremetal"))
+    d = "pod1.nvidia.com"
+    for address, name in (("10.33.3.50", "cp-0"), ("10.33.3.44", "dgx-0"), ("10.33.3.53", "bootstrap")):
         assert server.answers(dns.reversename.from_address(address).to_text(), "PTR") == [f"{name}.{d}."]
     srv = server.answers(f"_etcd-server-ssl._tcp.{d}", "SRV")
     assert srv == [f"0 10 2380 etcd-{i}.{d}." for i in range(3)]
@@ -283,20 +283,20 @@ def test_dnsmasq_answers_reverse_and_etcd_srv(live_dns):
 
 def test_dnsmasq_for_the_lab_resolves_vms_and_forgets_bootstrap_when_it_is_off(live_dns):
     on = live_dns(lab_of("lab"))
-    assert on.answers("sckubw03.sckub.lab.local", "A") == ["172.16.7.53"]
-    assert on.answers("sckubbs01.sckub.lab.local", "A") == ["172.16.7.10"]
-    assert on.answers(dns.reversename.from_address("172.16.7.11").to_text(), "PTR") == ["sckubm01.sckub.lab.local."]
+    assert on.answers("w03.kub1.lab.local", "A") == ["172.16.7.53"]
+    assert on.answers("bs01.kub1.lab.local", "A") == ["172.16.7.10"]
+    assert on.answers(dns.reversename.from_address("172.16.7.11").to_text(), "PTR") == ["m01.kub1.lab.local."]
     on.close()
     off = live_dns(lab_of("lab", bootstrap=False))
-    assert off.query("sckubbs01.sckub.lab.local", "A").rcode() == dns.rcode.NXDOMAIN
-    assert off.answers("sckubm01.sckub.lab.local", "A") == ["172.16.7.11"]
+    assert off.query("bs01.kub1.lab.local", "A").rcode() == dns.rcode.NXDOMAIN
+    assert off.answers("m01.kub1.lab.local", "A") == ["172.16.7.11"]
 
 
-@pytest.mark.parametrize("stack", ["lab", "openshift"])
+@pytest.mark.parametrize("stack", ["lab", "baremetal"])
 def test_dnsmasq_accepts_config_with_dhcp_reservations_and_pxe(tmp_path, stack):
     raw = with_macs(sections(stack))
     raw["openshift"]["dhcp"] = {"enabled": True}
-    raw["openshift"]["networks"]["gateway"] = "10.33.3.1" if stack == "openshift" else "172.16.7.1"
+    raw["openshift"]["networks"]["gateway"] = "10.33.3.1" if stack == "baremetal" else "172.16.7.1"
     text = render_dnsmasq_conf(load_lab(raw).plan.cluster)
     assert text.count("dhcp-host=") == len(load_lab(raw).plan.cluster.nodes)
     conf = tmp_path / "dnsmasq.conf"
@@ -310,7 +310,7 @@ def test_dnsmasq_accepts_config_with_dhcp_reservations_and_pxe(tmp_path, stack):
 # ---------------------------------------------------------------- ignition-validate and GRUB
 
 
-@pytest.mark.parametrize("stack", ["lab", "openshift"])
+@pytest.mark.parametrize("stack", ["lab", "baremetal"])
 def test_ignition_validate_accepts_every_pointer(tmp_path, stack):
     files = {k: v for k, v in render_files(lab_of(stack).plan.cluster).items() if k.startswith("openshift/ignition/")}
     assert sorted(Path(k).name for k in files) == ["bootstrap.ign", "master.ign", "worker.ign"]
@@ -322,7 +322,7 @@ def test_ignition_validate_accepts_every_pointer(tmp_path, stack):
 
 
 def test_ignition_validate_rejects_a_bad_pointer(tmp_path):
-    text = render_files(lab_of("openshift").plan.cluster)["openshift/ignition/master.ign"]
+    text = render_files(lab_of("baremetal").plan.cluster)["openshift/ignition/master.ign"]
     doc = json.loads(text)
     doc["ignition"]["config"]["merge"][0]["source"] = "10.33.3.18:8080/master.ign"  # no scheme
     path = tmp_path / "bad.ign"
@@ -330,7 +330,7 @@ def test_ignition_validate_rejects_a_bad_pointer(tmp_path):
     assert subprocess.run([tool("ignition-validate"), str(path)], capture_output=True, timeout=30).returncode != 0
 
 
-@pytest.mark.parametrize("stack", ["lab", "openshift"])
+@pytest.mark.parametrize("stack", ["lab", "baremetal"])
 def test_grub_cfg_is_valid_grub_script(tmp_path, stack):
     raw = with_macs(sections(stack))
     for text in (render_grub_cfg(load_lab(raw).plan.cluster), render_files(lab_of(stack).plan.cluster)["openshift/pxe/grub.cfg"]):

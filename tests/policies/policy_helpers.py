@@ -9,8 +9,6 @@ secret-keeping deserializer the pack installs) -> the SDK's unknown-checking pro
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from pathlib import Path
 
 from google.protobuf import json_format
@@ -24,25 +22,13 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from plan_fixtures import find, props  # noqa: F401  (the tests import them from here)
+from rules.props import decode
+
+from tools import policy_check
+
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "policies"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-for path in (PACK, ROOT / "tools"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import policy_check  # noqa: E402  (tools/policy_check.py)
-from rules.props import decode  # noqa: E402
-
-
-def _load_build():
-    spec = importlib.util.spec_from_file_location("policy_fixture_build", FIXTURES / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load_build()
 
 
 def engine_props(wire: dict):
@@ -93,12 +79,3 @@ def violations(policy, stack: dict, config: dict | None = None) -> list[tuple[st
         for r in parsed.resources:
             policy.validate(args_for(r, config), lambda msg, urn=None, n=r.name: found.append((n, msg)))
     return found
-
-
-def find(stack: dict, name: str) -> dict:
-    (hit,) = [r for r in stack["resources"] if r["name"] == name]
-    return hit
-
-
-def props(stack: dict, name: str) -> dict:
-    return find(stack, name)["properties"]

@@ -7,52 +7,63 @@ import sys
 
 import pytest
 
-from policy_helpers import FIXTURES, PACK, ROOT, policy_check
+import plan_fixtures as F
+from policy_helpers import PACK, ROOT, policy_check
 from rules import ALL_POLICIES
 
+from tools.mockrun import PLACEHOLDER
+
 M, A = "mandatory", "advisory"
+H, W, CP = F.H, F.W, F.CP
 
 EXPECTED = {
-    "lab.json": set(),
-    "preview-unknowns.json": set(),
-    "broken-fabric.json": {
-        ("vsphere-vds-no-lacp", "lab-fabric-vds", M),
-        ("vsphere-rdma-mtu", "lab-fabric-vds", M),
-        ("vsphere-rdma-mtu", "lab-fabric-vmk-sc2esx25", M),
-        ("vsphere-pvrdma-vds-single-uplink", "lab-fabric-vds", M),
-        ("vsphere-rdma-host-ready", "lab-fabric", M),  # sc2esx26 ruleset off, sc2esx27 no vmk option
+    "lab": set(),
+    "preview-unknowns": set(),
+    "broken-fabric": {
+        ("vsphere-vds-no-lacp", F.VDS, M),
+        ("vsphere-rdma-mtu", F.VDS, M),
+        ("vsphere-rdma-mtu", F.vmk(H[1]), M),
+        ("vsphere-pvrdma-vds-single-uplink", F.VDS, M),
+        ("vsphere-rdma-host-ready", F.FABRIC, M),  # one host's ruleset off, another without the vmk option
     },
-    "broken-vms.json": {
-        ("vsphere-pvrdma-hardware-version", "sckubw02", M),
-        ("vsphere-vgpu-memory-reserved", "sckubw03", M),
-        ("vsphere-vm-sizing", "sckubw04", A),
-        ("vsphere-workers-identical", "sckubw04", M),
-        ("vsphere-vm-sizing", "sckubm02", A),
-        ("vsphere-vm-one-nic-per-subnet", "sckubm03", M),
-        ("vsphere-pvrdma-nic-on-distributed-port-group", "lab-vms", M),
+    "broken-vms": {
+        ("vsphere-pvrdma-hardware-version", F.vm(W[1]), M),
+        ("vsphere-vgpu-memory-reserved", F.vm(W[2]), M),
+        ("vsphere-vm-sizing", F.vm(W[3]), A),
+        ("vsphere-workers-identical", F.vm(W[3]), M),
+        ("vsphere-vm-sizing", F.vm(CP[1]), A),
+        ("vsphere-vm-one-nic-per-subnet", F.vm(CP[2]), M),
+        ("vsphere-pvrdma-nic-on-distributed-port-group", F.VMS, M),
     },
-    "broken-openshift.json": {
-        ("openshift-three-control-plane-nodes", "dgxpod", M),
-        ("openshift-lb-required-ports", "dgxpod", M),
-        ("openshift-lb-no-bootstrap-after-install", "dgxpod", A),
-        ("spectrum-ecn-min-below-max", "sw1", M),
-        ("spectrum-pfc-priority-matches-hosts", "sw1", M),
+    "broken-openshift": {
+        ("openshift-three-control-plane-nodes", F.OPENSHIFT, M),
+        ("openshift-lb-required-ports", F.OPENSHIFT, M),
+        ("openshift-lb-no-bootstrap-after-install", F.OPENSHIFT, A),
+        ("spectrum-ecn-min-below-max", F.SWITCH, M),
+        ("spectrum-pfc-priority-matches-hosts", F.SWITCH, M),
     },
-    "broken-workloads.json": {
-        ("k8s-rdma-pod-ipc-lock", "addons-nccl-roce", M),  # no IPC_LOCK, and privileged
-        ("k8s-gpu-limits", "addons-nvidia-smi", M),
-        ("secrets-k8s-secret-data-is-secret", "addons-licensing", M),
-        ("secrets-credentials-are-secret", "sw1-apply", M),
-        ("secrets-credentials-are-secret", "lab-vms-vgpu-sckubw01", M),
-        ("command-connect-timeout", "sw1-apply", A),
+    "broken-workloads": {
+        ("k8s-rdma-pod-ipc-lock", F.RDMA_JOB, M),  # no IPC_LOCK, and privileged
+        ("k8s-gpu-limits", F.GPU_JOB, M),
+        ("secrets-k8s-secret-data-is-secret", F.LICENSING_SECRET, M),
+        ("secrets-credentials-are-secret", F.SWITCH_COMMAND, M),
+        ("secrets-credentials-are-secret", F.vgpu(W[0]), M),
+        ("command-connect-timeout", F.SWITCH_COMMAND, A),
     },
 }
-COUNTS = {"broken-fabric.json": 6, "broken-workloads.json": 7}  # where one rule speaks twice
+COUNTS = {"broken-fabric": 6, "broken-workloads": 7}  # where one rule speaks twice
 
 
 @pytest.fixture(scope="module")
-def reports():
-    return {name: policy_check.check(policy_check.load_stack(FIXTURES / name), PACK) for name in EXPECTED}
+def stack_files(tmp_path_factory):
+    """Each test stack (tests/plan_fixtures.py) as the JSON file tools/policy_check.py reads."""
+    directory = tmp_path_factory.mktemp("policy-stacks")
+    return {name: F.write(directory, name) for name in F.STACKS}
+
+
+@pytest.fixture(scope="module")
+def reports(stack_files):
+    return {name: policy_check.check(policy_check.load_stack(stack_files[name]), PACK) for name in EXPECTED}
 
 
 @pytest.mark.parametrize("fixture", list(EXPECTED))
@@ -64,34 +75,33 @@ def test_each_stack_gets_exactly_its_violations(reports, fixture):
 
 
 def test_messages_cross_the_wire_intact(reports):
-    by_key = {(v.policy, v.resource): v for v in reports["broken-openshift.json"].verdicts}
-    ecn = by_key[("spectrum-ecn-min-below-max", "sw1")]
-    assert ecn.message == ("switch 'sw1' starts ECN marking at 1500 KB but its maximum is 150 KB; the minimum must "
+    by_key = {(v.policy, v.resource): v for v in reports["broken-openshift"].verdicts}
+    ecn = by_key[("spectrum-ecn-min-below-max", F.SWITCH)]
+    assert ecn.message == (f"switch '{F.SWITCH}' starts ECN marking at 1500 KB but its maximum is 150 KB; the minimum must "
                            "be below the maximum (the guide uses 150 / 1500)")
     assert ecn.description.startswith("The switch's ECN minimum threshold is below its maximum.")
-    assert ecn.urn == "urn:pulumi:lab::gpu-lab::gpu-lab:switch:SpectrumSwitch::sw1"
-    host = sorted(v.message for v in reports["broken-fabric.json"].verdicts if v.policy == "vsphere-rdma-host-ready")
+    assert ecn.urn == F.find(F.lab(), F.SWITCH)["urn"]  # the program's own URN, as planned
+    host = sorted(v.message for v in reports["broken-fabric"].verdicts if v.policy == "vsphere-rdma-host-ready")
     assert host == [
-        "host sc2esx26 does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked",
-        "host sc2esx27 does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to name the RDMA vmk"]
+        f"host {H[2]} does not enable the pvrdma firewall ruleset; PVRDMA traffic (port 28250) would be blocked",
+        f"host {H[3]} does not set the advanced option Net.PVRDMAVmknic; PVRDMA needs it to name the RDMA vmk"]
 
 
 def test_secret_markers_reach_the_pack(reports):
-    # lab.json carries the same passwords as secrets and passes; in broken-workloads they are plain text
-    secret_verdicts = [v for v in reports["broken-workloads.json"].verdicts
+    # lab carries the same passwords as secrets and passes; in broken-workloads they are plain text
+    secret_verdicts = [v for v in reports["broken-workloads"].verdicts
                        if v.policy == "secrets-credentials-are-secret"]
     assert {v.message.split(" reaches")[0] for v in secret_verdicts} == {"connection.password", "password"}
-    assert not any("switch-pass" in v.message or "vc-pass" in v.message
-                   for r in reports.values() for v in r.verdicts)
+    assert not any(PLACEHOLDER in v.message for r in reports.values() for v in r.verdicts)
 
 
 def test_unknown_values_produce_no_preview_diagnostics(reports):
     # the SDK turns an unhandled unknown into an advisory "can't run policy ... during preview"
-    assert reports["preview-unknowns.json"].verdicts == []
+    assert reports["preview-unknowns"].verdicts == []
 
 
 def test_the_server_describes_every_policy(reports):
-    report = reports["lab.json"]
+    report = reports["lab"]
     assert report.pack["name"] == "gpu-lab"
     assert {(p["name"], p["enforcementLevel"]) for p in report.policies} == {
         (p.name, p.enforcement_level.value) for p in ALL_POLICIES}
@@ -100,7 +110,7 @@ def test_the_server_describes_every_policy(reports):
 
 
 def _lab():
-    return policy_check.load_stack(FIXTURES / "lab.json")
+    return policy_check.parse_stack(F.lab())
 
 
 def test_policy_config_reaches_the_pack_through_configure():
@@ -108,15 +118,13 @@ def test_policy_config_reaches_the_pack_through_configure():
                                                "command-connect-timeout": "mandatory",
                                                "spectrum-ecn-min-below-max": "disabled"})
     mtu = [v for v in report.verdicts if v.policy == "vsphere-rdma-mtu"]
-    assert sorted(v.resource for v in mtu) == ["lab-fabric", "lab-fabric-vds", "lab-fabric-vmk-sc2esx24",
-                                               "lab-fabric-vmk-sc2esx25", "lab-fabric-vmk-sc2esx26",
-                                               "lab-fabric-vmk-sc2esx27"]
+    assert sorted(v.resource for v in mtu) == sorted([F.FABRIC, F.VDS, *map(F.vmk, H)])
     assert {v.level for v in mtu} == {M}
     assert all("set 9100 or more" in v.message for v in mtu)
 
 
 def test_enforcement_level_overrides_apply():
-    stack = policy_check.load_stack(FIXTURES / "broken-vms.json")
+    stack = policy_check.parse_stack(F.broken_vms())
     report = policy_check.check(stack, PACK, {"all": "advisory", "vsphere-vm-sizing": "mandatory"})
     levels = {(v.policy, v.level) for v in report.verdicts}
     assert ("vsphere-vm-sizing", M) in levels
@@ -149,19 +157,19 @@ def test_a_pack_that_cannot_start_is_reported(tmp_path):
         policy_check.check(_lab(), tmp_path)
 
 
-def test_the_command_line_writes_json_and_sets_the_exit_status(tmp_path):
+def test_the_command_line_writes_json_and_sets_the_exit_status(tmp_path, stack_files):
     out = tmp_path / "report.json"
     cmd = [sys.executable, str(ROOT / "tools" / "policy_check.py")]
     env = dict(os.environ)
-    bad = subprocess.run(cmd + [str(FIXTURES / "broken-openshift.json"), "--out", str(out)],
+    bad = subprocess.run(cmd + [str(stack_files["broken-openshift"]), "--out", str(out)],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 1, bad.stderr
-    assert "MANDATORY spectrum-ecn-min-below-max  sw1 (gpu-lab:switch:SpectrumSwitch)" in bad.stdout
+    assert f"MANDATORY spectrum-ecn-min-below-max  {F.SWITCH} (gpu-lab:switch:SpectrumSwitch)" in bad.stdout
     data = json.loads(out.read_text())
     assert data["summary"] == {"mandatory": 4, "advisory": 1}
     assert len(data["policies"]) == len(ALL_POLICIES)
 
-    good = subprocess.run(cmd + [str(FIXTURES / "lab.json")], capture_output=True, text=True, env=env, timeout=120)
+    good = subprocess.run(cmd + [str(stack_files["lab"])], capture_output=True, text=True, env=env, timeout=120)
     assert good.returncode == 0, good.stderr
     assert "0 mandatory and 0 advisory violation(s)" in good.stdout
 

@@ -6,7 +6,6 @@ import jsonschema
 import pytest
 from pulumi_policy import EnforcementLevel, StackValidationPolicy
 
-from policy_helpers import PACK  # noqa: F401  (puts policies/ on sys.path)
 from rules import ALL_POLICIES
 
 # name -> (level, kind, the reference guide the description must name, config keys)

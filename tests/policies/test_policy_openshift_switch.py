@@ -1,5 +1,6 @@
 """OpenShift and Spectrum switch rules on the compliant lab and one-property mutations."""
 
+import builders
 import pytest
 
 from policy_helpers import props, violations
@@ -16,19 +17,19 @@ def test_compliant_lab_passes_openshift_and_switch_rules(lab):
 
 @pytest.mark.parametrize("count", [1, 2, 5])
 def test_other_than_three_control_plane_nodes_is_refused(lab, count):
-    props(lab, "dgxpod")["controlPlaneCount"] = count
+    props(lab, "openshift")["controlPlaneCount"] = count
     assert violations(openshift.three_control_plane, lab) == [(
-        "dgxpod", f"cluster 'dgxpod' has {count} control-plane node(s); OpenShift needs 3 for etcd quorum and "
+        "openshift", f"cluster '{builders.LAB_CLUSTER_NAME}' has {count} control-plane node(s); OpenShift needs 3 for etcd quorum and "
                   "uninterrupted upgrades (or singleNode: true)")]
 
 
 def test_single_node_openshift_is_exempt(lab):
-    props(lab, "dgxpod").update(controlPlaneCount=1, singleNode=True)
+    props(lab, "openshift").update(controlPlaneCount=1, singleNode=True)
     assert violations(openshift.three_control_plane, lab) == []
 
 
 def test_control_plane_count_comes_from_config(lab):
-    props(lab, "dgxpod")["controlPlaneCount"] = 5
+    props(lab, "openshift")["controlPlaneCount"] = 5
     assert violations(openshift.three_control_plane, lab, {"controlPlaneCount": 5}) == []
 
 
@@ -36,47 +37,47 @@ def test_control_plane_count_comes_from_config(lab):
 
 
 def test_missing_load_balancer_ports_are_refused(lab):
-    props(lab, "dgxpod")["loadBalancer"]["frontends"] = [6443, 443]
+    props(lab, "openshift")["loadBalancer"]["frontends"] = [6443, 443]
     assert violations(openshift.lb_ports, lab) == [(
-        "dgxpod", "the load balancer does not serve port(s) [22623, 80]; it must serve [6443, 22623, 80, 443] "
+        "openshift", "the load balancer does not serve port(s) [22623, 80]; it must serve [6443, 22623, 80, 443] "
                   "(API 6443, machine config 22623, ingress 80/443)")]
 
 
 def test_a_port_without_backends_is_refused(lab):
-    props(lab, "dgxpod")["loadBalancer"]["backends"]["443"] = []
+    props(lab, "openshift")["loadBalancer"]["backends"]["443"] = []
     assert violations(openshift.lb_ports, lab) == [
-        ("dgxpod", "the load balancer serves port 443 but has no backend nodes for it")]
+        ("openshift", "the load balancer serves port 443 but has no backend nodes for it")]
 
 
 def test_required_ports_come_from_config(lab):
-    props(lab, "dgxpod")["loadBalancer"]["frontends"] = [6443, 22623]
+    props(lab, "openshift")["loadBalancer"]["frontends"] = [6443, 22623]
     assert violations(openshift.lb_ports, lab, {"requiredPorts": [6443, 22623]}) == []
 
 
 def test_bootstrap_backend_after_install_is_reported(lab):
-    props(lab, "dgxpod")["loadBalancer"]["backends"]["22623"].append("bootstrap")
+    props(lab, "openshift")["loadBalancer"]["backends"]["22623"].append("bootstrap")
     assert violations(openshift.lb_no_bootstrap, lab) == [(
-        "dgxpod", "bootstrap is off but node 'bootstrap' is still a backend of port 22623; remove it from the "
+        "openshift", "bootstrap is off but node 'bootstrap' is still a backend of port 22623; remove it from the "
                   "load balancer")]
 
 
 def test_bootstrap_vm_of_the_plan_is_recognised_by_role(lab):
-    props(lab, "lab-vms")["vms"].append({"name": "boot01", "role": "bootstrap", "nics": []})
-    props(lab, "dgxpod")["loadBalancer"]["backends"]["6443"].append("boot01.dgxpod.nvidia.com")
+    props(lab, "vms")["vms"].append({"name": "boot01", "role": "bootstrap", "nics": []})
+    props(lab, "openshift")["loadBalancer"]["backends"]["6443"].append("boot01.kub1.lab.local")
     [(name, message)] = violations(openshift.lb_no_bootstrap, lab)
-    assert "node 'boot01.dgxpod.nvidia.com' is still a backend of port 6443" in message
+    assert "node 'boot01.kub1.lab.local' is still a backend of port 6443" in message
 
 
 def test_bootstrap_node_named_by_the_cluster_is_recognised(lab):
-    ocp = props(lab, "dgxpod")
-    ocp["bootstrapNode"] = "sckubbs01"
-    ocp["loadBalancer"]["backends"]["22623"].append("sckubbs01")
+    ocp = props(lab, "openshift")
+    ocp["bootstrapNode"] = builders.BOOTSTRAP
+    ocp["loadBalancer"]["backends"]["22623"].append(builders.BOOTSTRAP)
     [(name, message)] = violations(openshift.lb_no_bootstrap, lab)
-    assert "node 'sckubbs01' is still a backend of port 22623" in message
+    assert f"node '{builders.BOOTSTRAP}' is still a backend of port 22623" in message
 
 
 def test_bootstrap_backend_during_install_is_expected(lab):
-    ocp = props(lab, "dgxpod")
+    ocp = props(lab, "openshift")
     ocp["bootstrap"] = True
     ocp["loadBalancer"]["backends"]["6443"].insert(0, "bootstrap")
     assert violations(openshift.lb_no_bootstrap, lab) == []
@@ -86,43 +87,43 @@ def test_bootstrap_backend_during_install_is_expected(lab):
 
 
 @pytest.mark.parametrize("low, high, message", [
-    (1500, 150, "switch 'sw1' starts ECN marking at 1500 KB but its maximum is 150 KB; the minimum must be below "
+    (1500, 150, "switch 'sw01' starts ECN marking at 1500 KB but its maximum is 150 KB; the minimum must be below "
                 "the maximum (the guide uses 150 / 1500)"),
-    (500, 500, "switch 'sw1' starts ECN marking at 500 KB but its maximum is 500 KB; the minimum must be below "
+    (500, 500, "switch 'sw01' starts ECN marking at 500 KB but its maximum is 500 KB; the minimum must be below "
                "the maximum (the guide uses 150 / 1500)"),
-    (-1, 100, "switch 'sw1' has ECN thresholds -1/100 KB; both must be positive"),
+    (-1, 100, "switch 'sw01' has ECN thresholds -1/100 KB; both must be positive"),
 ])
 def test_misordered_ecn_thresholds_are_refused(lab, low, high, message):
-    props(lab, "sw1").update(ecnMinKb=low, ecnMaxKb=high)
-    assert violations(switch.ecn_min_below_max, lab) == [("sw1", message)]
+    props(lab, "sw01").update(ecnMinKb=low, ecnMaxKb=high)
+    assert violations(switch.ecn_min_below_max, lab) == [("sw01", message)]
 
 
 def test_switch_pfc_priority_other_than_the_hosts_is_refused(lab):
-    props(lab, "sw1").update(pfcPriority=4, hostPfcPriority=4)
+    props(lab, "sw01").update(pfcPriority=4, hostPfcPriority=4)
     assert violations(switch.pfc_priority, lab) == [(
-        "sw1", "switch 'sw1' runs PFC on priority 4 but the hosts send RoCE on priority 3 (fabric 'lab-fabric' "
+        "sw01", "switch 'sw01' runs PFC on priority 4 but the hosts send RoCE on priority 3 (fabric 'roce' "
                "pfcPriority); make them equal")]
 
 
 def test_switch_told_another_host_priority_is_refused(lab):
-    props(lab, "sw1")["hostPfcPriority"] = 5
+    props(lab, "sw01")["hostPfcPriority"] = 5
     assert violations(switch.pfc_priority, lab) == [(
-        "sw1", "switch 'sw1' runs PFC on priority 3 but the hosts send RoCE on priority 5 (its hostPfcPriority); "
+        "sw01", "switch 'sw01' runs PFC on priority 3 but the hosts send RoCE on priority 5 (its hostPfcPriority); "
                "make them equal")]
 
 
 def test_without_a_fabric_the_switch_compares_with_its_host_priority(lab):
-    lab["resources"] = [r for r in lab["resources"] if r["name"] != "lab-fabric"]
+    lab["resources"] = [r for r in lab["resources"] if r["name"] != "roce"]
     for r in lab["resources"]:
-        if r.get("parent") == "lab-fabric":
-            r["parent"] = "gpu-lab-lab"
-    props(lab, "sw1")["pfcPriority"] = 4
+        if r.get("parent") == "roce":
+            del r["parent"]
+    props(lab, "sw01")["pfcPriority"] = 4
     [(name, message)] = violations(switch.pfc_priority, lab)
     assert message.endswith("on priority 3 (its hostPfcPriority); make them equal")
 
 
 def test_switch_trust_other_than_the_hosts_is_refused(lab):
-    props(lab, "sw1")["trust"] = "pcp"
+    props(lab, "sw01")["trust"] = "pcp"
     assert violations(switch.trust_matches, lab) == [(
-        "sw1", "switch 'sw1' trusts pcp but the hosts mark RoCE by dscp (fabric 'lab-fabric' trust); use the same "
+        "sw01", "switch 'sw01' trusts pcp but the hosts mark RoCE by dscp (fabric 'roce' trust); use the same "
                "trust mode on both")]

@@ -1,22 +1,34 @@
 """The property-reading helpers, the secret-marker shim, and the fixture files."""
 
+import json
+
 import pytest
 from google.protobuf import json_format
 from pulumi_policy import Secret
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from policy_helpers import FIXTURES, build, policy_check
+import builders
+import plan_fixtures
+from policy_helpers import policy_check
 from rules import props as P
+
+from tools import plan
+from tools.mockrun import PLACEHOLDER
 
 WIRE_SECRET = {P.SIG_KEY: P.SECRET_SIG, "value": "s3cret"}
 
 
 def test_engine_signatures_match_the_sdk():
     from pulumi_policy import deserialize
+    from pulumi_policy.proxy import UnknownValueError
 
-    assert (P.SIG_KEY, P.SECRET_SIG) == (deserialize.SPECIAL_SIG_KEY, deserialize.SPECIAL_SECRET_SIG)
-    assert (policy_check.SIG_KEY, policy_check.SECRET_SIG) == (P.SIG_KEY, P.SECRET_SIG)
-    assert policy_check.UNKNOWN_STRING == UNKNOWN_STRING_VALUE
+    # a secret as tools/policy_check sends it: the SDK's deserializer unwraps it, the pack's keeps it a Secret
+    wire = policy_check.mark({"password": "s3cret", "mtu": 9000}, ["password"], ["mtu"], "r")
+    assert deserialize.deserialize_properties(wire)["password"] == "s3cret"
+    assert isinstance(P.decode(wire)["password"], Secret)
+    # an unknown as it sends it: the SDK's proxy refuses to read it
+    with pytest.raises(UnknownValueError):
+        unknown_checking_proxy(P.decode(wire))["mtu"]
 
 
 def test_decode_keeps_secrets_where_the_sdk_drops_them():
@@ -108,14 +120,19 @@ def test_policy_check_sends_assets_in_their_wire_form():
 
 
 def test_policy_check_builds_urns_from_the_parent_chain():
-    stack = policy_check.load_stack(FIXTURES / "lab.json")
+    lab = plan_fixtures.lab()
+    for r in lab["resources"]:
+        del r["urn"]  # a hand-written input names parents only
+    stack = policy_check.parse_stack(lab)
     urns = {r.name: r.urn for r in stack.resources}
-    assert urns["lab-fabric"] == "urn:pulumi:lab::gpu-lab::gpu-lab:vsphere:RoceFabric::lab-fabric"
-    assert urns["lab-fabric-vds"] == ("urn:pulumi:lab::gpu-lab::gpu-lab:vsphere:RoceFabric$"
-                                      "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch::lab-fabric-vds")
-    sw_apply = next(r for r in stack.resources if r.name == "sw1-apply")
-    assert sw_apply.parent == urns["sw1"]
-    assert sw_apply.properties["connection"]["password"] == {P.SIG_KEY: P.SECRET_SIG, "value": "switch-pass"}
+    assert urns["roce"] == "urn:pulumi:lab::gpu-lab::gpu-lab:vsphere:RoceFabric::roce"
+    assert urns["roce-vds"] == ("urn:pulumi:lab::gpu-lab::gpu-lab:vsphere:RoceFabric$"
+                                "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch::roce-vds")
+    command = next(r for r in stack.resources if r.name == plan_fixtures.SWITCH_COMMAND)
+    assert command.parent == urns[builders.SWITCH]
+    # the program marks the whole connection secret; the marker wraps it, password included
+    connection = command.properties["connection"]
+    assert connection[P.SIG_KEY] == P.SECRET_SIG and connection["value"]["password"] == PLACEHOLDER
 
 
 def test_policy_check_marks_dotted_keys_and_rejects_bad_paths():
@@ -131,7 +148,31 @@ def test_policy_check_marks_dotted_keys_and_rejects_bad_paths():
                                   {"type": "t:m:C", "name": "y", "parent": "x"}])
 
 
-@pytest.mark.parametrize("filename", list(build.STACKS))
-def test_committed_fixtures_are_what_build_py_writes(filename):
-    assert (FIXTURES / filename).read_text() == build.render(build.STACKS[filename]), (
-        "run: python tests/policies/fixtures/build.py")
+def _redacted(value, secret_paths):
+    """The fixture's values with its secrets written as plan.json writes them."""
+    marked = policy_check.mark(value, secret_paths, [], "fixture")
+
+    def walk(v):
+        if isinstance(v, dict) and v.get(P.SIG_KEY) == P.SECRET_SIG:
+            return "[secret]"
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(marked)
+
+
+def test_the_policy_fixture_is_what_make_plan_writes(tmp_path):
+    # `make plan` (tools.plan) on the same stack, in its own run: the fixture is its plan.json with
+    # the secrets' placeholder values kept
+    stack_file = builders.write_stack_file(tmp_path, plan_fixtures.policy_stack_config(), "lab")
+    assert plan.main(["--stack", "lab", "--stack-file", str(stack_file), "--out", str(tmp_path), "--no-policy"]) == 0
+    planned = json.loads((tmp_path / "plan.json").read_text())["resources"]
+    fixture = plan_fixtures.lab()["resources"]
+    assert [(r["type"], r["name"], r["urn"], r["parent"]) for r in planned] == [
+        (r["type"], r["name"], r["urn"], r.get("parent")) for r in fixture]
+    for p, f in zip(planned, fixture):
+        assert p["secretInputs"] == f.get("secretPaths", []), p["name"]
+        assert p["inputs"] == _redacted(f["properties"], f.get("secretPaths", [])), p["name"]

@@ -5,7 +5,8 @@ import copy
 import pytest
 from pulumi_policy import StackValidationPolicy
 
-from policy_helpers import args_for, build, policy_check, stack_args, violations
+import plan_fixtures
+from policy_helpers import args_for, policy_check, stack_args, violations
 from rules import ALL_POLICIES
 
 RESOURCE_POLICIES = [p for p in ALL_POLICIES if not isinstance(p, StackValidationPolicy)]
@@ -29,7 +30,7 @@ def _leaves(value, path=""):
             yield from _leaves(v, p)
 
 
-LAB = build.lab()
+LAB = plan_fixtures.lab()
 CASES = [(r["name"], path) for r in LAB["resources"] for path in _leaves(r["properties"])]
 
 
@@ -39,7 +40,7 @@ def test_there_are_many_cases():
 
 @pytest.mark.parametrize("policy", ALL_POLICIES, ids=lambda p: p.name)
 def test_preview_fixture_passes_every_rule(policy):
-    assert violations(policy, build.preview_unknowns()) == []
+    assert violations(policy, plan_fixtures.preview_unknowns()) == []
 
 
 def test_every_single_unknown_property_leaves_the_lab_compliant():

@@ -11,11 +11,11 @@ WORKER_PATH = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0]"
 
 
 def _worker(stack):
-    return props(stack, "addons-nccl-roce")["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    return props(stack, "addons-mpijob-nccl-allreduce-rdma")["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
 
 
 def _smi(stack):
-    return props(stack, "addons-nvidia-smi")["spec"]["template"]["spec"]["containers"][0]
+    return props(stack, "addons-job-nvidia-smi-w01")["spec"]["template"]["spec"]["containers"][0]
 
 
 def test_compliant_lab_passes_workload_secret_and_command_rules(lab):
@@ -29,16 +29,16 @@ def test_compliant_lab_passes_workload_secret_and_command_rules(lab):
 def test_rdma_container_without_ipc_lock_is_refused(lab):
     del _worker(lab)["securityContext"]
     assert violations(kubernetes.rdma_pods, lab) == [(
-        "addons-nccl-roce",
-        f"container 'worker' ({WORKER_PATH}) requests rdma/rdma_shared_device_a but does not add the IPC_LOCK "
+        "addons-mpijob-nccl-allreduce-rdma",
+        f"container 'worker' ({WORKER_PATH}) requests rdma/pvrdma but does not add the IPC_LOCK "
         "capability; RDMA needs it to pin memory: add securityContext.capabilities.add: [IPC_LOCK]")]
 
 
 def test_privileged_rdma_container_is_refused(lab):
     _worker(lab)["securityContext"]["privileged"] = True
     assert violations(kubernetes.rdma_pods, lab) == [(
-        "addons-nccl-roce",
-        f"container 'worker' ({WORKER_PATH}) requests rdma/rdma_shared_device_a and runs privileged; IPC_LOCK is "
+        "addons-mpijob-nccl-allreduce-rdma",
+        f"container 'worker' ({WORKER_PATH}) requests rdma/pvrdma and runs privileged; IPC_LOCK is "
         "all RDMA needs: drop privileged")]
 
 
@@ -75,19 +75,19 @@ def test_ipc_lock_in_a_daemonset_template_passes(lab):
 def test_gpu_request_without_limit_is_refused(lab):
     _smi(lab)["resources"] = {"requests": {"nvidia.com/gpu": 1}}
     assert violations(kubernetes.gpu_limits, lab) == [(
-        "addons-nvidia-smi",
+        "addons-job-nvidia-smi-w01",
         "container 'nvidia-smi' (spec.template.spec.containers[0]) requests 1 nvidia.com/gpu without a limit; GPUs "
         "are set in resources.limits (add limits: {nvidia.com/gpu: 1})")]
 
 
 def test_gpu_request_above_its_limit_is_refused(lab):
-    _worker(lab)["resources"]["requests"]["nvidia.com/gpu"] = 2
+    _worker(lab)["resources"]["requests"] = {"nvidia.com/gpu": 2}
     [(name, message)] = violations(kubernetes.gpu_limits, lab)
     assert message.endswith("requests 2 nvidia.com/gpu but limits it to 1; they must be equal")
 
 
 def test_gpu_quantities_in_text_compare_as_numbers(lab):
-    _worker(lab)["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    _worker(lab)["resources"]["requests"] = {"nvidia.com/gpu": "1"}
     assert violations(kubernetes.gpu_limits, lab) == []
 
 
@@ -95,9 +95,10 @@ def test_gpu_quantities_in_text_compare_as_numbers(lab):
 
 
 @pytest.mark.parametrize("resource, drop_secret, path", [
-    ("sw1-apply", "connection.password", "connection.password"),
-    ("dgxpod-helper-deploy", "connection.privateKey", "connection.privateKey"),
-    ("lab-fabric-pvrdma-fw-sc2esx25", "password", "password"),
+    # the program marks a command's whole connection secret
+    ("sw01-config", "connection", "connection.password"),
+    ("openshift-lb", "connection", "connection.privateKey"),
+    ("roce-esx02-pvrdma-ruleset", "password", "password"),
 ])
 def test_plain_text_credentials_are_refused(lab, resource, drop_secret, path):
     r = find(lab, resource)
@@ -112,10 +113,10 @@ def test_plain_text_credentials_are_refused(lab, resource, drop_secret, path):
 
 
 def test_any_credential_looking_property_is_checked(lab):
-    ocp = find(lab, "dgxpod")
+    ocp = find(lab, "openshift")
     ocp["properties"]["installConfig"] = {"pullSecret": '{"auths": {}}', "sshKey": "ssh-ed25519 AAAA"}
     [(name, message)] = violations(secrets.credentials_secret, lab)
-    assert (name, message.split(";")[0]) == ("dgxpod", "installConfig.pullSecret reaches the resource as plain text")
+    assert (name, message.split(";")[0]) == ("openshift", "installConfig.pullSecret reaches the resource as plain text")
     ocp["secretPaths"] = ["installConfig.pullSecret"]
     assert violations(secrets.credentials_secret, lab) == []
 
@@ -131,14 +132,14 @@ def test_plain_credential_environment_variables_are_refused(lab):
 
 def test_booleans_and_empty_values_are_not_credentials(lab):
     _smi(lab)["automountServiceAccountToken"] = False
-    props(lab, "sw1-apply")["connection"]["privateKey"] = ""
+    props(lab, "sw01-config")["connection"]["privateKey"] = ""
     assert violations(secrets.credentials_secret, lab) == []
 
 
 def test_plain_kubernetes_secret_data_is_refused(lab):
-    del find(lab, "addons-licensing")["secretPaths"]
+    del find(lab, "addons-licensing-secret")["secretPaths"]
     assert violations(secrets.k8s_secret_data, lab) == [(
-        "addons-licensing", "Secret 'addons-licensing' stringData keys ['client_configuration_token.tok', "
+        "addons-licensing-secret", "Secret 'addons-licensing-secret' stringData keys ['client_configuration_token.tok', "
                             "'gridd.conf'] are plain text; build them from Pulumi secrets (pulumi.Output.secret) "
                             "so the values stay encrypted in state")]
     # the Secret's own keys are this rule's business, not the generic credential rule's
@@ -146,13 +147,13 @@ def test_plain_kubernetes_secret_data_is_refused(lab):
 
 
 def test_kubernetes_secret_with_each_value_secret_passes(lab):
-    r = find(lab, "addons-licensing")
+    r = find(lab, "addons-licensing-secret")
     r["properties"]["data"] = {"password": "cGFzcw==", "token": "dG9r"}
     r["secretPaths"] = ["stringData", "data.password", "data.token"]
     assert violations(secrets.k8s_secret_data, lab) == []
     r["secretPaths"] = ["stringData", "data.password"]
     [(_, message)] = violations(secrets.k8s_secret_data, lab)
-    assert message.startswith("Secret 'addons-licensing' data keys ['token'] are plain text")
+    assert message.startswith("Secret 'addons-licensing-secret' data keys ['token'] are plain text")
 
 
 # ---------------------------------------------------------------- connect timeout
@@ -160,21 +161,23 @@ def test_kubernetes_secret_with_each_value_secret_passes(lab):
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda c: c.pop("perDialTimeout"),
-     "connection to 10.0.0.2 does not set perDialTimeout; set it between 1 and 30 s so an unreachable machine "
+     "connection to 172.16.31.2 does not set perDialTimeout; set it between 1 and 30 s so an unreachable machine "
      "fails the update instead of stalling it"),
     (lambda c: c.pop("dialErrorLimit"),
-     "connection to 10.0.0.2 does not set dialErrorLimit; set it between 1 and 10 so an unreachable machine "
+     "connection to 172.16.31.2 does not set dialErrorLimit; set it between 1 and 10 so an unreachable machine "
      "fails the update instead of stalling it"),
-    (lambda c: c.update(dialErrorLimit=-1), "connection to 10.0.0.2 sets dialErrorLimit to -1; keep it between 1 "
+    (lambda c: c.update(dialErrorLimit=-1), "connection to 172.16.31.2 sets dialErrorLimit to -1; keep it between 1 "
                                             "and 10"),
-    (lambda c: c.update(perDialTimeout=120), "connection to 10.0.0.2 sets perDialTimeout to 120; keep it between 1 "
+    (lambda c: c.update(perDialTimeout=120), "connection to 172.16.31.2 sets perDialTimeout to 120; keep it between 1 "
                                              "and 30 s"),
 ])
 def test_unbounded_connection_attempts_are_reported(lab, mutate, message):
-    mutate(props(lab, "sw1-apply")["connection"])
-    assert violations(commands.connect_timeout, lab) == [("sw1-apply", message)]
+    mutate(props(lab, "sw01-config")["connection"])
+    assert violations(commands.connect_timeout, lab) == [("sw01-config", message)]
 
 
 def test_connection_bounds_come_from_config(lab):
     found = violations(commands.connect_timeout, copy.deepcopy(lab), {"maxPerDialTimeout": 5})
-    assert [name for name, _ in found] == ["sw1-apply", "dgxpod-helper-deploy"]
+    # the switch's 10 s and the helper's 30 s are both above 5 s
+    assert {name for name, _ in found} == {r["name"] for r in lab["resources"] if r["type"].startswith("command:remote:")}
+    assert {"sw01-config", "openshift-lb"} <= {name for name, _ in found}

@@ -38,7 +38,7 @@ def sw(lab) -> dict:
 def rails_switch(lab: dict) -> dict:
     """A Cumulus switch with the guide's two rails (VLAN 111/112), added to the lab."""
     sw = {
-        "name": "sc2sw02",
+        "name": "sw02",
         "os": "cumulus",
         "managementAddress": "172.16.31.3",
         "user": "cumulus",
@@ -59,7 +59,7 @@ def rails_switch(lab: dict) -> dict:
 def test_lab_stack_switch_is_valid_and_has_the_guides_settings(lab):
     cfg = load_lab(lab)
     (sw,) = cfg.switches
-    assert (sw.name, sw.os) == ("sc2sw01", "onyx")
+    assert (sw.name, sw.os) == ("sw01", "onyx")
     assert sw.roce_ports() == ["1/1", "1/2", "1/3", "1/4"]
     r = sw.roce
     assert (r.traffic_class, r.ecn_min_kb, r.ecn_max_kb) == (3, 150, 1500)
@@ -174,7 +174,7 @@ def test_port_used_twice_across_roles(lab, sw):
 def test_the_same_port_name_on_two_switches_is_fine(lab):
     rails_switch(lab)["ports"]["hosts"] = ["swp10"]
     other = copy.deepcopy(lab["switches"][1])
-    other.update(name="sc2sw03", managementAddress="172.16.31.4")
+    other.update(name="sw03", managementAddress="172.16.31.4")
     lab["switches"].append(other)
     assert paths(lab) == []
 
@@ -214,7 +214,7 @@ def test_duplicate_switch_names_and_addresses(lab, sw):
     twin = copy.deepcopy(sw)
     lab["switches"].append(twin)
     messages = " | ".join(m for _, m in problems(lab))
-    assert "'sc2sw01' appears more than once" in messages
+    assert "'sw01' appears more than once" in messages
     assert "172.16.31.2 is given to more than one switch" in messages
 
 
@@ -224,9 +224,9 @@ def test_switches_of_one_fabric_must_agree(lab):
 
 
 def test_management_address_taken_by_a_vm(lab, sw):
-    sw["managementAddress"] = "172.16.7.51"  # sckubw01
+    sw["managementAddress"] = "172.16.7.51"  # w01
     found = dict(problems(lab))
-    assert "sckubw01" in found["switches[0].managementAddress"]
+    assert "w01" in found["switches[0].managementAddress"]
 
 
 def test_bare_metal_lab_without_vsphere_checks_the_script_mtu(lab, sw):

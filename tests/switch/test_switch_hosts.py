@@ -64,7 +64,7 @@ def calls(fake_node) -> list[str]:
 
 def test_baremetal_script_sets_each_rail_interface(fake_node, lab_sections):
     lab_sections["switches"].append({
-        "name": "sc2sw02", "os": "cumulus", "managementAddress": "172.16.31.3",
+        "name": "sw02", "os": "cumulus", "managementAddress": "172.16.31.3",
         "ports": {"rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1"], "hostInterface": "enp5s0"},
                             {"subnet": "10.10.12.0/24", "ports": ["swp2"], "hostInterface": "enp132s0"}]},
     })

@@ -11,6 +11,7 @@ import json
 
 import pulumi
 import pytest
+import builders
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
@@ -19,14 +20,14 @@ import tools.mockrun as mockrun
 from components.config import load_lab
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.switch.files import config_digest, render_apply, render_revert
-from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program, stack_config
+from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program
 
 SWITCH = "gpu-lab:switch:SpectrumSwitch"
 COMMAND = "command:remote:Command"
 CONTRACT_KEYS = {"switchName", "os", "trafficClass", "ecnMinKb", "ecnMaxKb", "bufferKb", "pfcPriority",
                  "hostPfcPriority", "pfcMode", "trust", "mtu", "hostMtu", "ports"}
 CUMULUS = {
-    "name": "sc2sw02", "os": "cumulus", "managementAddress": "172.16.31.3", "user": "cumulus",
+    "name": "sw02", "os": "cumulus", "managementAddress": "172.16.31.3", "user": "cumulus",
     "connectTimeoutSeconds": 5, "connectAttempts": 3,
     "hostKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGdpdS1sYWItdGVzdC1rZXktbm90LXJlYWwtMDAwMDAw",
     "ports": {"rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1", "swp2"]},
@@ -50,7 +51,7 @@ def requests():
 
 
 def two_switch_config() -> dict:
-    config = copy.deepcopy(stack_config("lab"))
+    config = builders.lab_stack()
     config["gpu-lab:switches"].append(copy.deepcopy(CUMULUS))
     return config
 
@@ -93,22 +94,22 @@ def commands_by_switch(run) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def lab_switch_run(requests):
-    return run_switches(stack_config("lab"), {"sc2sw01": "onyx-Pa55-7f3a"})
+    return run_switches(builders.lab_stack(), {"sw01": "onyx-Pa55-7f3a"})
 
 
 def test_component_registers_the_contracts_intent(lab_switch_run):
-    props = lab_switch_run.named("sc2sw01").plain()
+    props = lab_switch_run.named("sw01").plain()
     assert set(props) == CONTRACT_KEYS
-    assert (props["switchName"], props["os"], props["pfcMode"], props["trust"]) == ("sc2sw01", "onyx", "lossless", "dscp")
+    assert (props["switchName"], props["os"], props["pfcMode"], props["trust"]) == ("sw01", "onyx", "lossless", "dscp")
     assert (props["trafficClass"], props["ecnMinKb"], props["ecnMaxKb"], props["bufferKb"]) == (3, 150, 1500, 16384)
     assert (props["pfcPriority"], props["hostPfcPriority"], props["mtu"], props["hostMtu"]) == (3, 3, 9216, 9000)
     assert props["ports"] == [{"port": f"1/{n}", "role": "host", "vlan": 0} for n in (1, 2, 3, 4)]
 
 
 def test_command_applies_on_create_reverts_on_delete_and_fails_fast(lab_switch_run):
-    sw = lab_of(stack_config("lab")).switches[0]
-    (command,) = lab_switch_run.children_of("sc2sw01")
-    assert (command.type, command.name) == (COMMAND, "sc2sw01-config")
+    sw = lab_of(builders.lab_stack()).switches[0]
+    (command,) = lab_switch_run.children_of("sw01")
+    assert (command.type, command.name) == (COMMAND, "sw01-config")
     cmd = command.plain()
     assert cmd["create"] == render_apply(sw)
     assert cmd["delete"] == render_revert(sw)
@@ -121,13 +122,13 @@ def test_command_applies_on_create_reverts_on_delete_and_fails_fast(lab_switch_r
 
 
 def test_command_output_is_secret_and_replacement_reverts_first(lab_switch_run, requests):
-    request = requests["sc2sw01-config"]
+    request = requests["sw01-config"]
     assert set(request.additionalSecretOutputs) >= {"stdout", "stderr"}
     assert request.deleteBeforeReplace is True
 
 
 def test_password_reaches_the_connection_only_as_a_secret(lab_switch_run):
-    command = lab_switch_run.named("sc2sw01-config")
+    command = lab_switch_run.named("sw01-config")
     assert command.plain()["connection"]["password"] == "onyx-Pa55-7f3a"
     assert {"connection", "connection.password"} & set(command.secret_paths())
     for resource in lab_switch_run.resources:
@@ -143,14 +144,14 @@ def base_run():
 
 
 def test_one_command_per_switch_for_both_oses(base_run):
-    assert sorted(r.name for r in base_run.of_type(SWITCH)) == ["sc2sw01", "sc2sw02"]
+    assert sorted(r.name for r in base_run.of_type(SWITCH)) == ["sw01", "sw02"]
     commands = commands_by_switch(base_run)
-    assert sorted(commands) == ["sc2sw01", "sc2sw02"]
-    cl = commands["sc2sw02"]
+    assert sorted(commands) == ["sw01", "sw02"]
+    cl = commands["sw02"]
     assert cl["create"].rstrip().endswith("nv config apply -y")
     assert cl["connection"]["hostKey"] == CUMULUS["hostKey"]
     assert (cl["connection"]["dialErrorLimit"], cl["connection"]["perDialTimeout"]) == (3, 5)
-    props = base_run.named("sc2sw02").plain()
+    props = base_run.named("sw02").plain()
     assert props["ports"] == [{"port": p, "role": "rail", "vlan": v}
                               for p, v in (("swp1", 111), ("swp2", 111), ("swp3", 112), ("swp4", 112))]
 
@@ -166,11 +167,11 @@ def _mutate(edit) -> dict:
 
 
 @pytest.mark.parametrize("edit, changed", [
-    (lambda c: c["gpu-lab:switches"][0]["roce"].update(ecnMaxKb=1400), {"sc2sw01"}),
-    (lambda c: c["gpu-lab:switches"][1]["ports"]["rails"][1]["ports"].append("swp5"), {"sc2sw02"}),
-    (lambda c: c["gpu-lab:switches"][1].setdefault("roce", {}).update(mtu=9100), {"sc2sw02"}),
+    (lambda c: c["gpu-lab:switches"][0]["roce"].update(ecnMaxKb=1400), {"sw01"}),
+    (lambda c: c["gpu-lab:switches"][1]["ports"]["rails"][1]["ports"].append("swp5"), {"sw02"}),
+    (lambda c: c["gpu-lab:switches"][1].setdefault("roce", {}).update(mtu=9100), {"sw02"}),
     (lambda c: c["gpu-lab:switches"][0]["roce"].update(pfcMode="lossy")
-     or c["gpu-lab:switches"][1].setdefault("roce", {}).update(pfcMode="lossy"), {"sc2sw01", "sc2sw02"}),
+     or c["gpu-lab:switches"][1].setdefault("roce", {}).update(pfcMode="lossy"), {"sw01", "sw02"}),
     # Nothing rendered changes: no replacement.
     (lambda c: c["gpu-lab:switches"][0].update(connectTimeoutSeconds=3, managementAddress="172.16.31.9"), set()),
     (lambda c: c["gpu-lab:switches"][1].update(user="netops", sshPort=2222), set()),
@@ -183,7 +184,7 @@ def test_triggers_change_exactly_when_the_rendered_config_changes(base_run, edit
 
 
 def test_a_new_password_keeps_the_trigger(base_run):
-    rotated = run_switches(two_switch_config(), {"sc2sw01": "rotated-1", "sc2sw02": "rotated-2"})
+    rotated = run_switches(two_switch_config(), {"sw01": "rotated-1", "sw02": "rotated-2"})
     assert _triggers(rotated) == _triggers(base_run)
 
 
@@ -191,11 +192,11 @@ def test_a_new_password_keeps_the_trigger(base_run):
 
 
 def test_lab_program_has_one_switch_component_with_one_command():
-    run = mockrun.run_stack("lab")
+    run = mockrun.run_program(builders.lab_stack())
     (component,) = run.of_type(SWITCH)
-    assert component.name == "sc2sw01"
-    assert [(r.type, r.name) for r in run.children_of("sc2sw01")] == [(COMMAND, "sc2sw01-config")]
-    for resource in (component, *run.children_of("sc2sw01")):  # the placeholder password stays wrapped
+    assert component.name == "sw01"
+    assert [(r.type, r.name) for r in run.children_of("sw01")] == [(COMMAND, "sw01-config")]
+    for resource in (component, *run.children_of("sw01")):  # the placeholder password stays wrapped
         assert mockrun.PLACEHOLDER not in json.dumps(resource.redacted(), default=str), resource.name
 
 

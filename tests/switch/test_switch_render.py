@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
+from required_tools import require_tool
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
@@ -21,7 +21,7 @@ def switch(**over) -> SwitchConfig:
     return SwitchConfig.model_validate(raw)
 
 
-LAB_LIKE = switch(name="sc2sw01", ports={"hosts": ["1/1", "1/2", "1/3", "1/4"]})
+LAB_LIKE = switch(name="sw01", ports={"hosts": ["1/1", "1/2", "1/3", "1/4"]})
 ONYX_RAILS = switch(name="onyx-rails", ports={
     "hosts": ["1/1", "1/2"],
     "rails": [{"subnet": "10.10.11.0/24", "ports": ["1/5", "1/6"]},
@@ -176,8 +176,7 @@ def test_cumulus_scripts_are_valid_bash_that_stop_on_the_first_error(sw):
         trap = next(i for i, line in enumerate(lines) if line.startswith("trap "))
         assert trap < next(i for i, line in enumerate(lines) if line.startswith("nv "))
         assert f"switch {sw.name}:" in lines[trap] and lines[trap].endswith(" ERR")
-        if shutil.which("bash"):
-            subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        subprocess.run([require_tool("bash"), "-n"], input=script, text=True, check=True)
 
 
 # ---------------------------------------------------------------- apply then revert leaves nothing
@@ -273,9 +272,9 @@ def test_digest_follows_the_rendered_text():
 def test_render_files_for_the_lab(lab_sections):
     cfg = load_lab(lab_sections)
     files = render_files(cfg.switches, cfg.plan.vsphere)
-    assert sorted(files) == ["switch/hosts-baremetal.sh", "switch/sc2sw01.onyx.conf", "switch/sc2sw01.onyx.revert"]
-    assert files["switch/sc2sw01.onyx.conf"] == render_apply(cfg.switches[0])
-    assert files["switch/sc2sw01.onyx.revert"] == render_revert(cfg.switches[0])
+    assert sorted(files) == ["switch/hosts-baremetal.sh", "switch/sw01.onyx.conf", "switch/sw01.onyx.revert"]
+    assert files["switch/sw01.onyx.conf"] == render_apply(cfg.switches[0])
+    assert files["switch/sw01.onyx.revert"] == render_revert(cfg.switches[0])
     assert all("<redacted>" not in text for text in files.values())
 
 

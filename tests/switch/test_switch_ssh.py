@@ -20,7 +20,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -36,14 +35,15 @@ from components.switch.config import SwitchConfig
 from components.switch.files import render_apply, render_revert
 from switch_sim import nvue_args
 from procs import stop
+from required_tools import require_tool
 
 HERE = Path(__file__).resolve().parent
-SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
+SSH_HINT = "needs openssh-server and openssh-client: run scripts/install-switch-test-tools.sh"
 
-pytestmark = pytest.mark.skipif(
-    SSHD is None or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None,
-    reason="needs openssh-server and openssh-client: run scripts/install-switch-test-tools.sh",
-)
+
+@pytest.fixture(scope="module", autouse=True)
+def ssh_tools() -> dict[str, str]:
+    return {tool: require_tool(tool, SSH_HINT) for tool in ("sshd", "ssh", "ssh-keygen")}
 
 CUMULUS = SwitchConfig.model_validate({
     "name": "cl-rails", "os": "cumulus", "managementAddress": "10.0.0.3", "user": "cumulus",
@@ -51,10 +51,12 @@ CUMULUS = SwitchConfig.model_validate({
                                             {"subnet": "10.10.12.0/24", "ports": ["swp3", "swp4"]}]},
 })
 
-# The stand-in switch's programs. {python}, {dir} and {sim} are filled in at start-up.
+# The stand-in switch's programs. {python}, {dir} and {sim} are filled in at start-up; sshd
+# starts them with a clean environment, so the shell gives them PYTHONPATH (switch_sim.py).
 SWITCH_SHELL = """\
 #!/bin/bash
 # ForceCommand: the client's command text is in SSH_ORIGINAL_COMMAND.
+export PYTHONPATH={sim}
 case "$(cat {dir}/mode)" in
     onyx) exec {python} {dir}/onyx-cli ;;
     cumulus) PATH="{dir}/bin:$PATH" exec /bin/bash -c "$SSH_ORIGINAL_COMMAND" ;;
@@ -62,7 +64,6 @@ esac
 """
 ONYX_CLI = """\
 import json, os, sys
-sys.path.insert(0, {sim!r})
 from switch_sim import OnyxSwitch
 state = json.load(open({dir!r} + "/onyx.json"))
 box = OnyxSwitch(running=set(state["running"]), saved=set(state["saved"]))
@@ -78,7 +79,6 @@ json.dump({{"running": sorted(box.running), "saved": sorted(box.saved)}}, open({
 """
 FAKE_NV = """\
 import json, sys
-sys.path.insert(0, {sim!r})
 from switch_sim import CumulusSwitch
 args = sys.argv[1:]
 with open({dir!r} + "/received.log", "a") as log:
@@ -154,7 +154,7 @@ def _wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float
 
 
 @pytest.fixture(scope="module")
-def switch_box(tmp_path_factory):
+def switch_box(tmp_path_factory, ssh_tools):
     d = tmp_path_factory.mktemp("switch-sshd")
     d.chmod(0o755)
     for key in ("host_key", "client_key"):
@@ -194,7 +194,7 @@ def switch_box(tmp_path_factory):
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     log = (d / "sshd.log").open("w")
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
+    proc = subprocess.Popen([ssh_tools["sshd"], "-D", "-e", "-f", str(d / "sshd_config")],
                             stdout=subprocess.DEVNULL, stderr=log)
     try:
         _wait_listening(port, proc, d / "sshd.log")

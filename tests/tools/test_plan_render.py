@@ -2,6 +2,7 @@
 
 import json
 
+import builders
 import pytest
 
 import tools.mockrun
@@ -10,9 +11,16 @@ from tools.mockrun import PLACEHOLDER
 
 
 @pytest.fixture(scope="module")
-def planned(tmp_path_factory):
+def lab_file(tmp_path_factory):
+    """The test lab as a stack file: `--stack lab --stack-file <it>`, the way a user points at a copy."""
+    return ["--stack", "lab", "--stack-file", str(builders.write_stack_file(tmp_path_factory.mktemp("stack"),
+                                                                              builders.lab_stack(), "lab"))]
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory, lab_file):
     out = tmp_path_factory.mktemp("plan")
-    status = plan.main(["--stack", "lab", "--out", str(out)])
+    status = plan.main([*lab_file, "--out", str(out)])
     return status, out
 
 
@@ -32,7 +40,7 @@ def test_plan_records_parents_and_redacts_every_secret(planned):
     document = json.loads(text)
     by_name = {r["name"]: r for r in document["resources"]}
     assert by_name["roce-vds"]["parent"] == "roce"
-    assert by_name["vms-sckubw01"]["parent"] == "vms"
+    assert by_name["vms-w01"]["parent"] == "vms"
     assert by_name["roce"]["parent"] is None
     # every placeholder secret the program was given shows up only as [secret]
     assert PLACEHOLDER not in text
@@ -47,7 +55,7 @@ def test_plan_records_parents_and_redacts_every_secret(planned):
 
 
 def test_plan_tree_indents_children_under_parents():
-    run = tools.mockrun.run_stack("lab")
+    run = tools.mockrun.run_program(builders.lab_stack())
     lines = plan.tree_lines(run)
     fabric = lines.index("gpu-lab:vsphere:RoceFabric  roce")
     assert lines[fabric + 1].startswith("  ") and not lines[fabric].startswith(" ")
@@ -55,12 +63,9 @@ def test_plan_tree_indents_children_under_parents():
 
 
 def test_invalid_configuration_exits_2_with_every_problem(tmp_path, capsys):
-    import yaml
-    data = yaml.safe_load((tools.mockrun.REPO / "Pulumi.lab.yaml").read_text())
-    data["config"]["gpu-lab:vsphere"]["vds"]["lacp"] = True
-    data["config"]["gpu-lab:vsphere"]["workers"]["sizing"]["cpus"] = 2
-    stack_file = tmp_path / "Pulumi.broken.yaml"
-    stack_file.write_text(yaml.safe_dump(data))
+    config = builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.vds.lacp", True)
+    config = builders.with_value(config, "gpu-lab:vsphere.workers.sizing.cpus", 2)
+    stack_file = builders.write_stack_file(tmp_path, config, "broken")
     assert plan.main(["--stack-file", str(stack_file), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "vsphere.vds.lacp" in err and "vsphere.workers.sizing.cpus" in err
@@ -72,10 +77,10 @@ def test_unknown_stack_names_the_stacks_there(tmp_path, capsys):
     assert "Pulumi.nope.yaml" in capsys.readouterr().err
 
 
-def test_render_writes_the_documented_layout(tmp_path):
-    assert render.main(["--stack", "lab", "--out", str(tmp_path)]) == 0
+def test_render_writes_the_documented_layout(tmp_path, lab_file):
+    assert render.main([*lab_file, "--out", str(tmp_path)]) == 0
     files = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
-    for expected in ["plan.json", "switch/sc2sw01.onyx.conf", "switch/sc2sw01.onyx.revert"]:
+    for expected in ["plan.json", f"switch/{builders.SWITCH}.onyx.conf", f"switch/{builders.SWITCH}.onyx.revert"]:
         assert expected in files
     kubernetes = [f for f in files if f.startswith("kubernetes/")]
     assert kubernetes, files
@@ -85,8 +90,8 @@ def test_render_writes_the_documented_layout(tmp_path):
         assert ": 1.0\n" not in text  # whole numbers stay integers
 
 
-def test_render_leaves_helm_releases_and_remote_manifests_to_plan_json(tmp_path):
-    assert render.main(["--stack", "lab", "--out", str(tmp_path)]) == 0
+def test_render_leaves_helm_releases_and_remote_manifests_to_plan_json(tmp_path, lab_file):
+    assert render.main([*lab_file, "--out", str(tmp_path)]) == 0
     kinds = {yaml_kind(p) for p in (tmp_path / "kubernetes").glob("*.yaml")}
     assert "ConfigFile" not in kinds and "Release" not in kinds
     document = json.loads((tmp_path / "plan.json").read_text())
@@ -99,14 +104,14 @@ def yaml_kind(path):
     return yaml.safe_load(path.read_text())["kind"]
 
 
-def test_two_plans_in_fresh_processes_are_byte_identical(tmp_path):
+def test_two_plans_in_fresh_processes_are_byte_identical(tmp_path, lab_file):
     import subprocess
     import sys
 
     outs = []
     for run in ("a", "b"):
         out = tmp_path / run
-        proc = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "lab", "--out", str(out)],
+        proc = subprocess.run([sys.executable, "-m", "tools.plan", *lab_file, "--out", str(out)],
                               cwd=tools.mockrun.REPO, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         outs.append(out)
@@ -132,22 +137,21 @@ def test_assets_show_kind_size_and_sha256():
     }
 
 
-def bitfusion_stack(tmp_path):
-    text = (tools.mockrun.REPO / "Pulumi.lab.yaml").read_text()
-    old = "    bitfusion: {enabled: false}"
-    assert old in text
-    path = tmp_path / "Pulumi.bitfusion.yaml"
-    path.write_text(text.replace(old, "    bitfusion: {enabled: true, clientImage: registry.lab.local:5000/bf:1}"))
-    return path
+STACKS = {
+    "lab": builders.lab_stack,
+    "openshift": builders.baremetal_stack,
+    "bitfusion": lambda: builders.with_value(builders.lab_stack(), "gpu-lab:addons.bitfusion",
+                                             {"enabled": True, "clientImage": "registry.lab.local:5000/bf:1"}),
+}
 
 
-@pytest.mark.parametrize("stack", ["lab", "openshift", "bitfusion"])
+@pytest.mark.parametrize("stack", list(STACKS))
 def test_render_works_offline_for_every_stack_and_secrets_keep_their_keys(stack, tmp_path):
     import kubernetes_validate
     import yaml
 
     # Kubernetes 1.33: OpenShift 4.20's (as tests/addons/test_addons_schema.py).
-    args = ["--stack-file", str(bitfusion_stack(tmp_path))] if stack == "bitfusion" else ["--stack", stack]
+    args = ["--stack", stack, "--stack-file", str(builders.write_stack_file(tmp_path, STACKS[stack](), stack))]
     out = tmp_path / "out"
     assert render.main([*args, "--out", str(out)]) == 0
     secrets = [yaml.safe_load(p.read_text()) for p in (out / "kubernetes").glob("secret-*.yaml")] \

@@ -1,15 +1,13 @@
 """The policy pass skips the Remediate round when no policy remediates and pipelines Analyze:
 the verdicts must be exactly those of the one-at-a-time Remediate-then-Analyze loop."""
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "policies"))
+import plan_fixtures
 
-from policy_helpers import FIXTURES, PACK  # noqa: E402
+from tools import policy_check
 
-from tools import policy_check  # noqa: E402
+PACK = Path(__file__).resolve().parents[2] / "policies"
 
 
 def _verdicts(report):
@@ -17,15 +15,15 @@ def _verdicts(report):
 
 
 def test_fast_pass_gives_the_same_verdicts_as_the_cli_order(monkeypatch):
-    for fixture in ("broken-fabric.json", "broken-workloads.json", "lab.json"):
-        stack = policy_check.load_stack(FIXTURES / fixture)
+    for fixture in ("broken-fabric", "broken-workloads", "lab"):
+        stack = policy_check.parse_stack(plan_fixtures.STACKS[fixture]())
         fast = _verdicts(policy_check.check(stack, PACK))
         with monkeypatch.context() as m:
             m.setattr(policy_check, "ANALYZE_IN_FLIGHT", 1)
             m.setattr(policy_check, "needs_remediate_pass", lambda levels: True)
             slow = _verdicts(policy_check.check(stack, PACK))
         assert fast == slow, fixture
-        if fixture != "lab.json":
+        if fixture != "lab":
             assert fast[0], "a broken fixture must produce verdicts"
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from required_tools import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,9 +19,7 @@ def bare_path(tmp_path: Path) -> str:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("bash", "dirname", "id"):
-        found = shutil.which(tool)
-        assert found, tool
-        (bin_dir / tool).symlink_to(found)
+        (bin_dir / tool).symlink_to(require_tool(tool))
     return str(bin_dir)
 
 

@@ -12,11 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import builders
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-LAB = (REPO / "Pulumi.lab.yaml").read_text()
+# The test lab as a user would write its stack file (tests/builders.py).
+LAB = builders.stack_yaml(builders.lab_stack())
 
 
 def lab_with(old: str, new: str) -> str:
@@ -24,21 +26,40 @@ def lab_with(old: str, new: str) -> str:
     return LAB.replace(old, new, 1)
 
 
-def lab_data(change) -> str:
-    data = yaml.safe_load(LAB)
-    change(data["config"])
-    return yaml.safe_dump(data, sort_keys=False)
+def line_of(text: str, needle: str) -> int:
+    """1-based line of the first line holding `needle` (where a YAML error is reported)."""
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
+
+def lab_data(change) -> str:
+    config = builders.lab_stack()
+    change(config)
+    return builders.stack_yaml(config)
+
+
+def renamed(old: str, new: str):
+    """A change that renames a config key, keeping its value."""
+    return lambda c: c.__setitem__(new, c.pop(old))
+
+
+def added(key: str, value):
+    return lambda c: c.__setitem__(key, value)
+
+
+VSPHERE, SWITCH, OPENSHIFT = "gpu-lab:vsphere", "gpu-lab:switches", "gpu-lab:openshift"
+UNCLOSED = lab_with("hosts: [1/1, 1/2, 1/3, 1/4]", "hosts: [1/1, 1/2")
+TABBED = lab_with("    datacenter: dc1", "\tdatacenter: dc1")
+TWICE = lab_with("    cluster: gpu-cluster\n", "    cluster: gpu-cluster\n    cluster: other\n")
 
 # (id, stack file text, fragments every one of which must be in the error output)
 CASES = [
-    ("section-typo-switch", lab_with("gpu-lab:switches:", "gpu-lab:switch:"),
+    ("section-typo-switch", lab_data(renamed("gpu-lab:switches", "gpu-lab:switch")),
      ["switch: unknown section", "allowed: vsphere, openshift, switches, addons", "did you mean switches?"]),
-    ("section-typo-addon", lab_with("gpu-lab:addons:", "gpu-lab:addon:"),
+    ("section-typo-addon", lab_data(renamed("gpu-lab:addons", "gpu-lab:addon")),
      ["addon: unknown section", "did you mean addons?"]),
-    ("section-typo-vsphre", lab_with("gpu-lab:vsphere:", "gpu-lab:vsphre:"),
+    ("section-typo-vsphre", lab_data(renamed("gpu-lab:vsphere", "gpu-lab:vsphre")),
      ["vsphre: unknown section", "did you mean vsphere?"]),
-    ("secret-key-typo", lab_with("config:\n", "config:\n  gpu-lab:pullSecrt: {secure: AAAA}\n"),
+    ("secret-key-typo", lab_data(added("gpu-lab:pullSecrt", {"secure": "AAAA"})),
      ["pullSecrt: unknown section", "did you mean pullSecret?"]),
     ("empty-file", "", ["the file is empty", "config:"]),
     ("only-comments", "# nothing here yet\n", ["the file is empty", "config:"]),
@@ -48,51 +69,52 @@ CASES = [
     ("config-is-a-list", "config:\n  - gpu-lab:vsphere\n", ["config: ['gpu-lab:vsphere']", "must be a mapping"]),
     ("config-without-gpu-lab", "config:\n  vsphere:user: administrator@vsphere.local\n",
      ["gpu-lab: no configuration", "gpu-lab:vsphere, gpu-lab:openshift, gpu-lab:switches, gpu-lab:addons"]),
-    ("namespace-typo", lab_with("gpu-lab:addons:", "gpu-lb:addons:"),
+    ("namespace-typo", lab_data(renamed("gpu-lab:addons", "gpu-lb:addons")),
      ["config.gpu-lb:addons: unknown namespace", "gpu-lab, vsphere, pulumi, kubernetes, command",
       "did you mean gpu-lab?"]),
-    ("key-without-namespace", lab_with("config:\n", "config:\n  datacenter: SC2\n"),
+    ("key-without-namespace", lab_data(added("datacenter", "dc1")),
      ["config.datacenter:", "namespace:key", "allowed namespaces: gpu-lab"]),
-    ("yaml-unclosed-bracket", lab_with('hosts: ["1/1", "1/2", "1/3", "1/4"]', 'hosts: ["1/1", "1/2"'),
-     ["Pulumi.broken.yaml:6", "not valid YAML"]),
-    ("yaml-tab-indent", lab_with("    datacenter: SC2", "\tdatacenter: SC2"),
-     ["Pulumi.broken.yaml:10:1", "not valid YAML", "'\\t'", "never tabs"]),
-    ("yaml-duplicate-key", lab_with("    cluster: sc2-workload\n", "    cluster: sc2-workload\n    cluster: other\n"),
-     ["Pulumi.broken.yaml:12:5", "key 'cluster' is given twice"]),
-    ("plaintext-vcenter-password", lab_with("config:\n", "config:\n  vsphere:password: hunter2\n"),
+    # the parser stops at the line after the unclosed one
+    ("yaml-unclosed-bracket", UNCLOSED, [f"Pulumi.broken.yaml:{line_of(UNCLOSED, 'hosts: [1/1, 1/2') + 1}:",
+                                         "not valid YAML"]),
+    ("yaml-tab-indent", TABBED,
+     [f"Pulumi.broken.yaml:{line_of(TABBED, chr(9))}:1", "not valid YAML", "'\\t'", "never tabs"]),
+    ("yaml-duplicate-key", TWICE,
+     [f"Pulumi.broken.yaml:{line_of(TWICE, 'cluster: other')}:5", "key 'cluster' is given twice"]),
+    ("plaintext-vcenter-password", lab_data(added("vsphere:password", "hunter2")),
      ["vsphere:password: is in plain text", "pulumi config set --secret vsphere:password <value>"]),
-    ("plaintext-switch-password", lab_with("config:\n", "config:\n  gpu-lab:switchPasswords:\n    sc2sw01: admin\n"),
-     ["gpu-lab:switchPasswords.sc2sw01: is in plain text",
-      "pulumi config set --secret --path 'gpu-lab:switchPasswords.sc2sw01' <value>"]),
-    ("plaintext-pull-secret", lab_with("config:\n", "config:\n  gpu-lab:pullSecret: '{\"auths\": {}}'\n"),
+    ("plaintext-switch-password", lab_data(added("gpu-lab:switchPasswords", {builders.SWITCH: "admin"})),
+     [f"gpu-lab:switchPasswords.{builders.SWITCH}: is in plain text",
+      f"pulumi config set --secret --path 'gpu-lab:switchPasswords.{builders.SWITCH}' <value>"]),
+    ("plaintext-pull-secret", lab_data(added("gpu-lab:pullSecret", '{"auths": {}}')),
      ["gpu-lab:pullSecret: is in plain text", "pulumi config set --secret gpu-lab:pullSecret <value>"]),
-    ("cpus-four", lab_with("sizing: {cpus: 4, memoryGb: 24, diskGb: 50}", "sizing: {cpus: four, memoryGb: 24, diskGb: 50}"),
+    ("cpus-four", lab_data(lambda c: c[VSPHERE]["workers"]["sizing"].update(cpus="four")),
      ["vsphere.workers.sizing.cpus: 'four'", "valid integer"]),
-    ("bad-address", lab_with("managementAddress: 172.16.7.10", "managementAddress: 192.168.0.300"),
+    ("bad-address", lab_data(lambda c: c[VSPHERE]["bootstrap"].update(managementAddress="192.168.0.300")),
      ["vsphere.bootstrap.managementAddress: '192.168.0.300'", "not a valid IPv4 address"]),
-    ("bad-first-address", lab_with("vmkAddresses: {first: 192.168.0.24}", "vmkAddresses: {first: 192.168.0.300}"),
+    ("bad-first-address", lab_data(lambda c: c[VSPHERE].update(vmkAddresses={"first": "192.168.0.300"})),
      ["vsphere.vmkAddresses.first: '192.168.0.300'", "IPv4 address"]),
-    ("unknown-key-lacpp", lab_with("      lacp: false", "      lacpp: false"),
+    ("unknown-key-lacpp", lab_data(lambda c: c[VSPHERE]["vds"].update(lacpp=c[VSPHERE]["vds"].pop("lacp"))),
      ["vsphere.vds.lacpp: unknown key", "allowed here: name, version, mtu, lacp", "did you mean lacp?"]),
-    ("unknown-nested-key", lab_with("      address: 172.16.7.5", "      adress: 172.16.7.5"),
+    ("unknown-nested-key", lab_data(lambda c: c[OPENSHIFT]["helper"].update(adress=c[OPENSHIFT]["helper"].pop("address"))),
      ["openshift.helper.adress: unknown key", "address", "did you mean address?"]),
-    ("switch-os-literal", lab_with("      os: onyx", "      os: onix"),
+    ("switch-os-literal", lab_data(lambda c: c[SWITCH][0].update(os="onix")),
      ["switches[0].os: 'onix'", "'onyx' or 'cumulus'"]),
-    ("pfc-priority-range", lab_with("        pfcPriority: 3\n        trust: dscp\n", "        pfcPriority: 9\n        trust: dscp\n"),
+    ("pfc-priority-range", lab_data(lambda c: c[VSPHERE]["networks"]["rdma"].update(pfcPriority=9)),
      ["vsphere.networks.rdma.pfcPriority: 9", "less than or equal to 7"]),
-    ("section-wrong-type", lab_data(lambda c: c.update({"gpu-lab:switches": "sc2sw01"})),
-     ["switches: 'sc2sw01'", "valid list"]),
-    ("worker-hosts-mapping", lab_data(lambda c: c["gpu-lab:vsphere"].update(workerHosts={"name": "sc2esx24"})),
-     ["vsphere.workerHosts: {'name': 'sc2esx24'}", "valid list"]),
+    ("section-wrong-type", lab_data(lambda c: c.update({SWITCH: builders.SWITCH})),
+     [f"switches: '{builders.SWITCH}'", "valid list"]),
+    ("worker-hosts-mapping", lab_data(lambda c: c[VSPHERE].update(workerHosts={"name": builders.WORKER_HOSTS[0]})),
+     [f"vsphere.workerHosts: {{'name': '{builders.WORKER_HOSTS[0]}'}}", "valid list"]),
     ("empty-section", lab_data(lambda c: c.update({"gpu-lab:switches": None})),
      ["switches: the section is empty", "remove gpu-lab:switches"]),
-    ("duplicate-address", lab_with("managementAddress: 172.16.7.10", "managementAddress: 172.16.7.12"),
+    ("duplicate-address", lab_data(lambda c: c[VSPHERE]["bootstrap"].update(managementAddress="172.16.7.12")),
      ["vsphere.controlPlane.managementAddresses.first: management address 172.16.7.12",
-      "sckubbs01 (vsphere.bootstrap.managementAddress)", "sckubm02 (vsphere.controlPlane.managementAddresses.first)"]),
-    ("duplicate-vm-name", lab_with("names: [sckubw01, sckubw02, sckubw03, sckubw04]",
-                                   "names: [sckubw01, sckubw02, sckubw03, sckubw01]"),
-     ["vsphere.workers.names[3]: name 'sckubw01'", "vsphere.workers.names[0]", "names must be unique"]),
-    ("two-control-plane-vms", lab_with("names: [sckubm01, sckubm02, sckubm03]", "names: [sckubm01, sckubm02]"),
+      f"{builders.BOOTSTRAP} (vsphere.bootstrap.managementAddress)",
+      f"{builders.CONTROL_PLANE[1]} (vsphere.controlPlane.managementAddresses.first)"]),
+    ("duplicate-vm-name", lab_data(lambda c: c[VSPHERE]["workers"]["names"].__setitem__(3, builders.WORKERS[0])),
+     [f"vsphere.workers.names[3]: name '{builders.WORKERS[0]}'", "vsphere.workers.names[0]", "names must be unique"]),
+    ("two-control-plane-vms", lab_data(lambda c: c[VSPHERE]["controlPlane"].update(names=builders.CONTROL_PLANE[:2])),
      ["vsphere.controlPlane.names: 2 control-plane node(s)", "at least 3"]),
     ("several-mistakes", lab_data(lambda c: (
         c.__setitem__("gpu-lab:addon", c.pop("gpu-lab:addons")),
@@ -158,9 +180,7 @@ def run_with(config: dict, **kwargs):
 
 
 def test_program_names_a_misspelt_section_instead_of_dropping_it():
-    from tools.mockrun import stack_config
-
-    config = stack_config("lab")
+    config = builders.lab_stack()
     config["gpu-lab:switch"] = config.pop("gpu-lab:switches")
     message = run_with(config)
     assert "switch: unknown section" in message and "did you mean switches?" in message
@@ -172,9 +192,9 @@ def test_program_without_any_section_is_an_error_not_zero_resources():
 
 
 def test_program_refuses_a_credential_the_engine_did_not_mark_secret():
-    from tools.mockrun import placeholder_secrets, stack_config
+    from tools.mockrun import placeholder_secrets
 
-    config = stack_config("lab")
+    config = builders.lab_stack()
     config["vsphere:password"] = "hunter2"
     secrets = placeholder_secrets(config)
     del secrets["vsphere:password"]  # the stack's plain value reaches the program unmarked

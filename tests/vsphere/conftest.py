@@ -8,13 +8,13 @@ Install it with scripts/install-vcsim.sh.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from required_tools import find_tool, missing
 
 from procs import stop
 
@@ -38,17 +38,14 @@ def _vcsim_binary() -> str | None:
     local = ROOT / ".cache" / "bin" / "vcsim"
     if local.is_file():
         return str(local)
-    return shutil.which("vcsim")
+    return find_tool("vcsim")
 
 
 @pytest.fixture(scope="session")
 def vcsim(tmp_path_factory: pytest.TempPathFactory):
     binary = _vcsim_binary()
     if binary is None:
-        pytest.fail(
-            "vcsim is not installed (looked in .cache/bin and on PATH): run scripts/install-vcsim.sh",
-            pytrace=False,
-        )
+        missing("vcsim is not installed (looked in .cache/bin and on PATH): run scripts/install-vcsim.sh")
     logs = tmp_path_factory.mktemp("vcsim")
     out_path, err_path = logs / "stdout", logs / "stderr"
     # Port 0: the kernel picks a free port and vcsim prints it, so two runs never race.

@@ -64,9 +64,9 @@ def test_a_missing_host_is_one_line_naming_host_setting_and_call(provider_server
 
 def test_a_missing_vm_is_one_line(provider_server, conn_props):
     text = create_error(provider_server, d._VGPU_PROFILE, "vgpu", {
-        **conn_props, "vmId": "vm-999999", "vmName": "sckubw01", "profile": "grid_v100-16c"})
+        **conn_props, "vmId": "vm-999999", "vmName": "w01", "profile": "grid_v100-16c"})
     assert_one_line(text)
-    assert text == ("VM 'sckubw01' (vm-999999), vGPU profile: create failed in VirtualMachine.name (VM look-up by "
+    assert text == ("VM 'w01' (vm-999999), vGPU profile: create failed in VirtualMachine.name (VM look-up by "
                     "id): object missing: no virtual machine with id 'vm-999999'")
 
 

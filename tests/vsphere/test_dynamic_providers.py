@@ -219,7 +219,7 @@ def test_vgpu_lifecycle(si, conn_props):
     assert [x.backing.vgpu for x in hostops.vgpu_devices(vm)] == ["grid_v100-16c"]
     assert vm.runtime.powerState == "poweredOn"
 
-    renamed = provider.diff(created.id, created.outs, {**news, "vmName": "sckubw01"})
+    renamed = provider.diff(created.id, created.outs, {**news, "vmName": "w01"})
     assert (renamed.changes, renamed.replaces) == (True, [])
     other_vm = provider.diff(created.id, created.outs, {**news, "vmId": "vm-1"})
     assert other_vm.replaces == ["vmId"]
@@ -239,8 +239,8 @@ def test_vgpu_lifecycle(si, conn_props):
 def test_vgpu_refuses_a_vm_id_of_another_vm(si, conn_props):
     vm = hostops.find_host(si, "DC0_H0").vm[0]
     provider = d.VgpuProfileProvider()
-    with pytest.raises(d.VsphereOperationError, match="expected 'sckubw01'"):
-        provider.create(engine_props(provider, conn_props, vmId=vm._moId, vmName="sckubw01", profile="grid_v100-16c"))
+    with pytest.raises(d.VsphereOperationError, match="expected 'w01'"):
+        provider.create(engine_props(provider, conn_props, vmId=vm._moId, vmName="w01", profile="grid_v100-16c"))
     assert hostops.vgpu_devices(vm) == []
 
 
@@ -325,11 +325,11 @@ def test_resources_register_as_the_contract_says_with_a_secret_password():
         # A caller that forgets to wrap the password must not leak it either.
         plain = d.VcenterConnection("vc.lab.example", "administrator@vsphere.local", "plain-s3cret", insecure=True)
         made = [
-            d.HostAdvancedOption("esx24-pvrdma-vmknic", secret, "sc2esx24", "Net.PVRDMAVmknic", "vmk3"),
-            d.HostFirewallRuleset("esx24-pvrdma-fw", secret, "sc2esx24"),
-            d.HostGraphicsType("esx24-graphics", plain, "sc2esx24"),
-            d.HostModuleOptions("esx24-nmlx5", secret, "sc2esx24", options="pfctx=0x08 pfcrx=0x08"),
-            d.VmVgpuProfile("w01-vgpu", secret, pulumi.Output.from_input("vm-42"), "sckubw01", "grid_v100-16c"),
+            d.HostAdvancedOption("esx24-pvrdma-vmknic", secret, "esx01", "Net.PVRDMAVmknic", "vmk3"),
+            d.HostFirewallRuleset("esx24-pvrdma-fw", secret, "esx01"),
+            d.HostGraphicsType("esx24-graphics", plain, "esx01"),
+            d.HostModuleOptions("esx24-nmlx5", secret, "esx01", options="pfctx=0x08 pfcrx=0x08"),
+            d.VmVgpuProfile("w01-vgpu", secret, pulumi.Output.from_input("vm-42"), "w01", "grid_v100-16c"),
         ]
         return pulumi.Output.all(*[r.id for r in made])
 
@@ -439,4 +439,4 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
 def test_module_options_have_no_silent_default():
     conn = d.VcenterConnection("vc.lab.example", "administrator", "x")
     with pytest.raises(TypeError, match="needs options"):
-        d.HostModuleOptions("esx24-nmlx5", conn, "sc2esx24")
+        d.HostModuleOptions("esx24-nmlx5", conn, "esx01")

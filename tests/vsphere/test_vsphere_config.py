@@ -2,6 +2,7 @@
 
 import copy
 
+import builders
 import pytest
 
 from components.config import load_lab
@@ -15,8 +16,7 @@ def lab_sections(lab_sections):
 
 
 def test_the_whole_lab_stack_is_valid(lab_config):
-    from tests.conftest import sections_of
-    assert problems(sections_of(lab_config)) == []
+    assert problems(builders.sections(lab_config)) == []
 
 
 def problems(sections) -> list[str]:
@@ -37,14 +37,14 @@ def only(sections, fragment: str) -> str:
 def test_the_lab_stack_is_valid_and_matches_the_guide(lab_sections):
     lab = load_lab(lab_sections)
     hosts = lab.hosts()
-    assert [h.name for h in hosts] == ["sc2esx24", "sc2esx25", "sc2esx26", "sc2esx27"]
+    assert [h.name for h in hosts] == ["esx01", "esx02", "esx03", "esx04"]
     assert [h.vmk_address for h in hosts] == [f"192.168.0.{n}" for n in (24, 25, 26, 27)]
     workers = [v for v in lab.vms() if v.role == "worker"]
     assert [(v.name, v.rdma_address) for v in workers] == [
-        (f"sckubw0{i}", f"192.168.0.5{i}") for i in (1, 2, 3, 4)]
+        (f"w0{i}", f"192.168.0.5{i}") for i in (1, 2, 3, 4)]
     assert {(v.cpus, v.memory_gb, v.disk_gb) for v in workers} == {(4, 24, 50)}
-    assert [v.host for v in workers] == ["sc2esx24", "sc2esx25", "sc2esx26", "sc2esx27"]
-    assert lab.vsphere.management_host == "sc2esx21"
+    assert [v.host for v in workers] == ["esx01", "esx02", "esx03", "esx04"]
+    assert lab.vsphere.management_host == "esx00"
 
 
 def test_listed_addresses_equal_derived_ones(lab_sections):
@@ -78,10 +78,10 @@ def test_wrong_number_of_listed_addresses(lab_sections):
 
 
 def test_duplicate_names(lab_sections):
-    lab_sections["vsphere"]["workers"]["names"][3] = "sckubm01"
-    msg = only(lab_sections, "name 'sckubm01' is used by more than one host or VM")
+    lab_sections["vsphere"]["workers"]["names"][3] = "m01"
+    msg = only(lab_sections, "name 'm01' is used by more than one host or VM")
     # At the key the user wrote twice, naming every place the name is written.
-    assert msg == ("vsphere.workers.names[3]: name 'sckubm01' is used by more than one host or VM: "
+    assert msg == ("vsphere.workers.names[3]: name 'm01' is used by more than one host or VM: "
                    "vsphere.controlPlane.names[0], vsphere.workers.names[3]; names must be unique")
 
 
@@ -89,7 +89,7 @@ def test_duplicate_management_address_names_the_vms_at_their_keys(lab_sections):
     lab_sections["vsphere"]["bootstrap"]["managementAddress"] = "172.16.7.12"
     msg = only(lab_sections, "management address 172.16.7.12")
     assert msg == ("vsphere.controlPlane.managementAddresses.first: management address 172.16.7.12 is given to "
-                   "more than one VM: sckubbs01 (vsphere.bootstrap.managementAddress), sckubm02 "
+                   "more than one VM: bs01 (vsphere.bootstrap.managementAddress), m02 "
                    "(vsphere.controlPlane.managementAddresses.first); each VM needs its own")
 
 
@@ -97,14 +97,14 @@ def test_duplicate_mac_names_the_vms_at_their_keys(lab_sections):
     lab_sections["vsphere"]["workers"]["macs"] = ["00:50:56:00:00:01", "00:50:56:00:00:02",
                                                   "00:50:56:00:00:01", "00:50:56:00:00:04"]
     msg = only(lab_sections, "MAC 00:50:56:00:00:01")
-    assert msg.startswith("vsphere.workers.macs[2]: ") and "sckubw01 (vsphere.workers.macs[0])" in msg \
-        and "sckubw03 (vsphere.workers.macs[2])" in msg
+    assert msg.startswith("vsphere.workers.macs[2]: ") and "w01 (vsphere.workers.macs[0])" in msg \
+        and "w03 (vsphere.workers.macs[2])" in msg
 
 
 def test_duplicate_host_names(lab_sections):
-    lab_sections["vsphere"]["workerHosts"][1]["name"] = "sc2esx24"
+    lab_sections["vsphere"]["workerHosts"][1]["name"] = "esx01"
     found = problems(lab_sections)
-    assert any("host name 'sc2esx24' appears more than once" in p for p in found), found
+    assert any("host name 'esx01' appears more than once" in p for p in found), found
 
 
 def test_duplicate_macs(lab_sections):
@@ -128,13 +128,13 @@ def test_two_nics_of_one_vm_on_the_same_subnet(lab_sections):
     found = problems(lab_sections)
     assert "vsphere.networks.management.vmCidr: 192.168.0.0/24 overlaps the RDMA network 192.168.0.0/24; " \
            "each NIC needs its own subnet" in found
-    assert "vsphere: VM sckubw01 has two NICs on 192.168.0.0/24; one NIC per subnet" in found
+    assert "vsphere: VM w01 has two NICs on 192.168.0.0/24; one NIC per subnet" in found
 
 
 def test_vmk_address_colliding_with_a_vm(lab_sections):
     lab_sections["vsphere"]["vmkAddresses"] = ["192.168.0.24", "192.168.0.25", "192.168.0.53", "192.168.0.27"]
     msg = only(lab_sections, "vsphere.workers.rdmaAddresses[2]")
-    assert "192.168.0.53 of VM sckubw03 collides with the vmk of host sc2esx26" in msg
+    assert "192.168.0.53 of VM w03 collides with the vmk of host esx03" in msg
 
 
 @pytest.mark.parametrize("key", ["networks.rdma.mtu", "vds.mtu"])
@@ -195,7 +195,7 @@ def test_well_formed_vgpu_profiles(lab_sections, profile):
 def test_hosts_that_differ_in_their_rdma_uplink_layout(lab_sections):
     lab_sections["vsphere"]["workerHosts"][2]["rdmaUplinks"] = ["vmnic5"]
     msg = only(lab_sections, "vsphere.workerHosts[2].rdmaUplinks")
-    assert "differs from sc2esx24's ['vmnic4']" in msg and "same RDMA uplink layout" in msg
+    assert "differs from esx01's ['vmnic4']" in msg and "same RDMA uplink layout" in msg
 
 
 @pytest.mark.parametrize("version", [11, 12, 16, 23])
@@ -272,7 +272,7 @@ def test_more_than_one_rdma_uplink_per_host(lab_sections):
 # ---------------------------------------------------------------- ESXi hosts are vCenter inventory names
 
 
-@pytest.mark.parametrize("name", ["esx24.lab.example.com", "172.16.31.24", "SC2ESX24", "fd00:31::24"])
+@pytest.mark.parametrize("name", ["esx24.lab.example.com", "172.16.31.24", "ESX01", "fd00:31::24"])
 def test_esxi_hosts_may_be_named_as_vcenter_lists_them(lab_sections, name):
     # vCenter lists a host under the address it was added by: an FQDN, an address, any case.
     lab_sections["vsphere"]["workerHosts"][0]["name"] = name
@@ -294,8 +294,8 @@ def test_esxi_host_names_vcenter_could_not_list(lab_sections, name, fragment):
 
 
 def test_host_names_differing_only_in_case_are_the_same_host(lab_sections):
-    lab_sections["vsphere"]["workerHosts"][1]["name"] = "SC2ESX24"
-    only(lab_sections, "host name 'sc2esx24' appears more than once")
+    lab_sections["vsphere"]["workerHosts"][1]["name"] = "ESX01"
+    only(lab_sections, "host name 'esx01' appears more than once")
 
 
 def test_vm_names_stay_dns_labels(lab_sections):

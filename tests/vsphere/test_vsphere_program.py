@@ -1,10 +1,10 @@
-"""The program under Pulumi mocks with Pulumi.lab.yaml: the vSphere half."""
+"""The program under Pulumi mocks with the test lab (tests/builders.py): the vSphere half."""
 
-import copy
 
 import pytest
+import builders
 
-from tools.mockrun import run_program, run_stack
+from tools.mockrun import run_program
 
 VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
 PORT_GROUP = "vsphere:index/distributedPortGroup:DistributedPortGroup"
@@ -12,12 +12,12 @@ VNIC = "vsphere:index/vnic:Vnic"
 VM = "vsphere:index/virtualMachine:VirtualMachine"
 ANTI_AFFINITY = "vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule"
 DYNAMIC = "pulumi-python:dynamic:Resource"
-WORKER_HOSTS = ["sc2esx24", "sc2esx25", "sc2esx26", "sc2esx27"]
+WORKER_HOSTS = ["esx01", "esx02", "esx03", "esx04"]
 
 
 @pytest.fixture(scope="module")
 def lab():
-    return run_stack("lab")
+    return run_program(builders.lab_stack())
 
 
 def dynamic_of(run, kind):
@@ -72,12 +72,12 @@ def test_each_worker_host_gets_the_settings_pulumi_vsphere_cannot_express(lab, k
 
 def test_vms_sizes_nics_and_placement(lab):
     vms = {r.plain()["name"]: r for r in lab.of_type(VM)}
-    assert sorted(vms) == ["sckubbs01", "sckubm01", "sckubm02", "sckubm03",
-                           "sckubw01", "sckubw02", "sckubw03", "sckubw04"]
-    bootstrap = vms["sckubbs01"].plain()
+    assert sorted(vms) == ["bs01", "m01", "m02", "m03",
+                           "w01", "w02", "w03", "w04"]
+    bootstrap = vms["bs01"].plain()
     assert (bootstrap["numCpus"], bootstrap["memory"], bootstrap["disks"][0]["size"]) == (4, 16 * 1024, 100)
-    assert bootstrap["hostSystemId"] == "host-sc2esx21"
-    for i, name in enumerate(["sckubw01", "sckubw02", "sckubw03", "sckubw04"]):
+    assert bootstrap["hostSystemId"] == "host-esx00"
+    for i, name in enumerate(["w01", "w02", "w03", "w04"]):
         vm = vms[name].plain()
         assert vms[name].parent_name == "vms"
         assert (vm["numCpus"], vm["memory"], vm["disks"][0]["size"]) == (4, 24 * 1024, 50)
@@ -91,10 +91,10 @@ def test_vms_sizes_nics_and_placement(lab):
         assert f"ip=192.168.0.5{i + 1}:" in vm["extraConfig"]["guestinfo.afterburn.initrd.network-kargs"]
         assert "extraConfig" in vms[name].secret_paths()
         assert "hardwareVersion" not in vm  # the template's version stays
-    for name in ["sckubm01", "sckubm02", "sckubm03"]:
+    for name in ["m01", "m02", "m03"]:
         vm = vms[name].plain()
         assert (vm["numCpus"], vm["memory"], vm["disks"][0]["size"]) == (4, 16 * 1024, 50)
-        assert vm["hostSystemId"] == "host-sc2esx21"
+        assert vm["hostSystemId"] == "host-esx00"
         assert [n["adapterType"] for n in vm["networkInterfaces"]] == ["vmxnet3"]
         assert vm["networkInterfaces"][0]["networkId"] == "network-VM Network"
         assert "memoryReservation" not in vm
@@ -102,20 +102,20 @@ def test_vms_sizes_nics_and_placement(lab):
 
 def test_vgpu_profile_attached_to_each_worker(lab):
     vgpu = {r.plain()["vmName"]: r for r in dynamic_of(lab, "vsphere-vm-vgpu")}
-    assert sorted(vgpu) == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
+    assert sorted(vgpu) == ["w01", "w02", "w03", "w04"]
     assert {r.plain()["profile"] for r in vgpu.values()} == {"grid_v100-16c"}
     assert all(r.plain()["vmId"].startswith("vm-") for r in vgpu.values())
 
 
 def test_workers_spread_by_one_anti_affinity_rule(lab):
     (rule,) = lab.of_type(ANTI_AFFINITY)
-    assert sorted(rule.plain()["virtualMachineIds"]) == [f"vms-sckubw0{i}-id" for i in (1, 2, 3, 4)]
+    assert sorted(rule.plain()["virtualMachineIds"]) == [f"vms-w0{i}-id" for i in (1, 2, 3, 4)]
 
 
 def test_outputs_per_host_and_per_vm(lab):
-    assert lab.outputs["hosts"]["sc2esx26"] == {"vmk": "vmk1", "address": "192.168.0.26"}
-    assert lab.outputs["vms"]["sckubw02"] == {
-        "role": "worker", "host": "sc2esx25", "managementAddress": "172.16.7.52",
+    assert lab.outputs["hosts"]["esx03"] == {"vmk": "vmk1", "address": "192.168.0.26"}
+    assert lab.outputs["vms"]["w02"] == {
+        "role": "worker", "host": "esx02", "managementAddress": "172.16.7.52",
         "rdmaAddress": "192.168.0.52", "vgpuProfile": "grid_v100-16c"}
 
 
@@ -136,24 +136,24 @@ def test_more_workers_than_hosts_get_satisfiable_rules(vsphere_config):
     for group in groups:  # and the initial placement already satisfies each rule
         assert len({placement[vm] for vm in group}) == len(group)
     hosts = [r.plain()["hostSystemId"] for r in run.of_type(VM) if r.plain()["name"].startswith("w")]
-    assert hosts.count("host-sc2esx24") == 3 and hosts.count("host-sc2esx27") == 2
+    assert hosts.count("host-esx01") == 3 and hosts.count("host-esx04") == 2
 
 
 def test_without_openshift_the_rdma_address_comes_from_customization(vsphere_config):
     run = run_program(vsphere_config)
     for i in (1, 2, 3, 4):
-        vm = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == f"sckubw0{i}")
+        vm = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == f"w0{i}")
         assert vm["clone"]["customize"]["networkInterfaces"] == [
             {}, {"ipv4Address": f"192.168.0.5{i}", "ipv4Netmask": 24}]
         assert "extraConfig" not in vm
-    assert "sckubbs01" not in {r.plain()["name"] for r in run.of_type(VM)}  # no OpenShift, no bootstrap VM
+    assert "bs01" not in {r.plain()["name"] for r in run.of_type(VM)}  # no OpenShift, no bootstrap VM
 
 
 def test_extra_config_skips_guest_customization(vsphere_config):
     lab_config = vsphere_config
     lab_config["gpu-lab:vsphere"]["workers"]["cloudInitUserData"] = "#cloud-config\nhostname: x\n"
     run = run_program(lab_config)
-    worker = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == "sckubw01")
+    worker = next(r.plain() for r in run.of_type(VM) if r.plain()["name"] == "w01")
     assert worker["extraConfig"]["guestinfo.userdata.encoding"] == "base64"
     assert "customize" not in worker["clone"]
 
@@ -176,10 +176,8 @@ def test_missing_vcenter_password_is_named(lab_config):
 
 
 def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names():
-    from tools.mockrun import stack_config
-
-    config = copy.deepcopy(stack_config("lab"))
-    names = ["esx24.lab.example.com", "172.16.31.25", "SC2ESX26", "fd00:31::27"]
+    config = builders.lab_stack()
+    names = ["esx24.lab.example.com", "172.16.31.25", "ESX03", "fd00:31::27"]
     for host, name in zip(config["gpu-lab:vsphere"]["workerHosts"], names):
         host["name"] = name
     config["gpu-lab:vsphere"]["managementHost"] = "esx21.lab.example.com"
@@ -187,13 +185,13 @@ def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names()
     # '::' separates a URN's parts: an IPv6 host must not put it into a logical name.
     assert all("::" not in r.name for r in run.resources)
     vnics = sorted(r.name for r in run.of_type(VNIC))
-    assert vnics == ["roce-172.16.31.25-vmk", "roce-SC2ESX26-vmk", "roce-esx24.lab.example.com-vmk",
+    assert vnics == ["roce-172.16.31.25-vmk", "roce-ESX03-vmk", "roce-esx24.lab.example.com-vmk",
                      "roce-fd00-31--27-vmk"]
     # the pyvmomi resources and the look-ups still use the inventory name itself
     assert sorted(r.plain()["hostName"] for r in dynamic_of(run, "vsphere-host-graphics")) == sorted(names)
     vms = {r.plain()["name"]: r.plain() for r in run.of_type(VM)}
-    assert vms["sckubw01"]["hostSystemId"] == "host-esx24.lab.example.com"
-    assert vms["sckubm01"]["hostSystemId"] == "host-esx21.lab.example.com"
+    assert vms["w01"]["hostSystemId"] == "host-esx24.lab.example.com"
+    assert vms["m01"]["hostSystemId"] == "host-esx21.lab.example.com"
 # pulumi-vsphere connects to https://<vsphereServer>/sdk (terraform-provider-vsphere,
 # vsphere/config.go), so `host:port` there is a vCenter on another port; the pyvmomi resources
 # must reach the same vCenter.

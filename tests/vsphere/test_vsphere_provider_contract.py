@@ -9,14 +9,14 @@ pulumi-vsphere wraps (paths cited per test).
 
 from __future__ import annotations
 
-import copy
 import inspect
 
 import pulumi_vsphere
 import pytest
+import builders
 
 from components.vsphere import vms as lab_vms
-from tools.mockrun import run_program, run_stack
+from tools.mockrun import run_program
 
 VM = "vsphere:index/virtualMachine:VirtualMachine"
 VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
@@ -77,15 +77,13 @@ def required_names(args_class) -> set[str]:
 
 @pytest.fixture(scope="module")
 def lab():
-    return run_stack("lab")
+    return run_program(builders.lab_stack())
 
 
 @pytest.fixture(scope="module")
 def lab_customized():
     """The lab without OpenShift: the VMs are customized by vSphere (the clone.customize block)."""
-    from tools.mockrun import stack_config
-
-    config = copy.deepcopy(stack_config("lab"))
+    config = builders.lab_stack()
     for key in ("gpu-lab:openshift", "gpu-lab:addons"):
         config.pop(key, None)
     return run_program(config)
@@ -141,8 +139,8 @@ def test_every_property_the_provider_requires_is_sent(run_name, request):
 
 
 def test_the_customization_block_is_checked_too(lab_customized):
-    vm = next(r.plain() for r in lab_customized.of_type(VM) if r.plain()["name"] == "sckubw01")
-    assert vm["clone"]["customize"]["linuxOptions"]["hostName"] == "sckubw01"
+    vm = next(r.plain() for r in lab_customized.of_type(VM) if r.plain()["name"] == "w01")
+    assert vm["clone"]["customize"]["linuxOptions"]["hostName"] == "w01"
 
 
 @pytest.mark.parametrize("run_name", ["lab", "lab_customized"])
@@ -151,7 +149,10 @@ def test_every_adapter_type_the_program_emits_is_one_the_provider_accepts(run_na
     emitted = {nic.get("adapterType") for r in run.of_type(VM) for nic in r.plain()["networkInterfaces"]}
     assert emitted == {lab_vms.MANAGEMENT_ADAPTER, lab_vms.PVRDMA_ADAPTER}
     assert emitted <= PROVIDER_ADAPTER_TYPES
-    assert lab_vms.PVRDMA_ADAPTER == "vmxnet3vrdma"
+    # each worker's second NIC is the PVRDMA one ("vmxnet3vrdma" in the provider's schema)
+    adapters = {r.plain()["name"]: [nic["adapterType"] for nic in r.plain()["networkInterfaces"]]
+                for r in run.of_type(VM)}
+    assert {adapters[w][1] for w in builders.WORKERS} == {"vmxnet3vrdma"}
 
 
 def test_hardware_version_is_left_to_the_template_unless_set(lab):
@@ -163,9 +164,7 @@ def test_hardware_version_is_left_to_the_template_unless_set(lab):
 
 
 def test_a_hardware_version_that_is_set_is_sent_and_the_provider_accepts_it():
-    from tools.mockrun import stack_config
-
-    config = copy.deepcopy(stack_config("lab"))
+    config = builders.lab_stack()
     config["gpu-lab:vsphere"]["hardwareVersion"] = 19
     run = run_program(config)
     versions = {r.plain()["hardwareVersion"] for r in run.of_type(VM)}
