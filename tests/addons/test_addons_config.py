@@ -59,13 +59,8 @@ def test_the_lab_stack_turns_on_the_guides_addons_but_not_bitfusion():
 
 def test_defaults_follow_the_platform_and_the_ip_plan():
     lab = lab_with({"network": {"enabled": True}, "jobs": {"ibWriteBw": True}})
-<<<<<<< HEAD
     assert network_mode(lab.plan.addons) == "pvrdma"
-    assert worker_nodes(lab.plan.addons) == ["sckubw01", "sckubw02", "sckubw03", "sckubw04"]
-=======
-    assert network_mode(lab) == "pvrdma"
-    assert worker_nodes(lab) == ["w01", "w02", "w03", "w04"]
->>>>>>> fixtures
+    assert worker_nodes(lab.plan.addons) == ["w01", "w02", "w03", "w04"]
     # Upper half of 192.168.0.0/24: clear of the vmks (.24-.27) and the worker VMs (.51-.54).
     assert str(pod_pool(lab.plan.addons)) == "192.168.0.128/25"
     assert ib_write_bw_addresses(lab.plan.addons) == ["192.168.0.253", "192.168.0.254"]

@@ -165,7 +165,7 @@ def test_render_files_writes_the_layout_with_secrets_redacted(stack):
 def test_render_files_adds_a_pxelinux_file_per_bare_metal_mac():
     def macs(raw):
         raw["openshift"]["nodes"][4]["mac"] = "0C:42:A1:00:00:44"
-    files = render_files(lab_of("baremetal", macs))
+    files = render_files(lab_of("baremetal", macs).plan.cluster)
     assert "openshift/pxe/pxelinux.cfg/01-0c-42-a1-00-00-44" in files
 
 
