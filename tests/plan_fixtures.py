@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import builders
-from rules import compute, network, openshift
+import labrules.openshift
+import labrules.vsphere
+from rules import network
 
 from tools.mockrun import Run, run_program
 from tools.plan import describe_assets, tidy_numbers
@@ -136,12 +138,12 @@ def gpu_container(stack: dict) -> dict:
     return _containers(props(stack, GPU_JOB))[0]
 
 
-# The pack's thresholds, read where the pack states them (its config schemas' defaults), so each broken
-# stack stays just below them. (They move to the shared labrules package once it exists.)
-MIN_HARDWARE_VERSION = compute.HW_SCHEMA.properties["minHardwareVersion"]["default"]
-WORKER_MIN_MEMORY_GB = compute.SIZING_SCHEMA.properties["workerMinMemoryGb"]["default"]
-CONTROL_PLANE_MIN_CPUS = compute.SIZING_SCHEMA.properties["controlPlaneMinCpus"]["default"]
-CONTROL_PLANE_COUNT = openshift.CONTROL_PLANE_SCHEMA.properties["controlPlaneCount"]["default"]
+# The guides' thresholds, from labrules (where the program and the pack both read them), so each
+# broken stack stays just below them.
+MIN_HARDWARE_VERSION = labrules.vsphere.PVRDMA_MIN_HARDWARE_VERSION
+WORKER_MIN_MEMORY_GB = labrules.vsphere.MIN_WORKER["memoryGb"]
+CONTROL_PLANE_MIN_CPUS = labrules.vsphere.MIN_CONTROL_PLANE["cpus"]
+CONTROL_PLANE_COUNT = labrules.openshift.CONTROL_PLANE_NODES
 
 H = builders.WORKER_HOSTS
 W = builders.WORKERS
