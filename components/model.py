@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional, Union, get_args
+from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
@@ -65,7 +65,7 @@ _UNION_TAGS = {"list", "range"}
 _ECHO_LIMIT = 60
 
 
-def closest(name: str, known: Iterable[str]) -> Optional[str]:
+def closest(name: str, known: Iterable[str]) -> str | None:
     """The known name a typo most likely meant, or None when nothing is close."""
     matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     if not matches:  # case slips (`VSphere`) score low on character ratio
@@ -96,7 +96,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-def allowed_keys(root: Any, loc: Sequence[Union[str, int]]) -> list[str]:
+def allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
     """The YAML keys a model accepts at ``loc`` (the location of a key inside ``root``'s value)."""
     models = _models_in(root)
     for part in loc:
@@ -190,7 +190,8 @@ _INVENTORY_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/\\%]")
 
 def _check_inventory_name(value: str) -> str:
     if not value or not value.strip():
-        raise ValueError("must not be empty: give the ESXi host's name as vCenter lists it (FQDN, address or short name)")
+        raise ValueError("must not be empty: give the ESXi host's name as vCenter lists it "
+                         "(FQDN, address or short name)")
     if value != value.strip():
         raise ValueError(f"{value!r} has leading or trailing whitespace; vCenter would not find it")
     if len(value) > INVENTORY_NAME_MAX:
@@ -242,7 +243,7 @@ def _address_plan_kind(value: Any) -> str:
 
 
 AddressPlan = Annotated[
-    Union[Annotated[list[IPv4], Tag("list")], Annotated[AddressRange, Tag("range")]],
+    Annotated[list[IPv4], Tag("list")] | Annotated[AddressRange, Tag("range")],
     Discriminator(_address_plan_kind),
 ]
 """Either one address per item, listed, or ``{first: <address>}`` to derive them."""

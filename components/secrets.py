@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 
@@ -47,16 +47,16 @@ SECRET_KEYS: tuple[tuple[str, str, str, bool], ...] = (
 class LabSecrets:
     """Secret Outputs; None where the stack does not set the key."""
 
-    vcenter_password: Optional[pulumi.Output[str]] = None
-    switch_passwords: Optional[pulumi.Output[dict[str, str]]] = None
-    pull_secret: Optional[pulumi.Output[str]] = None
-    ssh_public_key: Optional[pulumi.Output[str]] = None
-    helper_ssh_private_key: Optional[pulumi.Output[str]] = None
-    kubeconfig: Optional[pulumi.Output[str]] = None
-    nvidia_license_token: Optional[pulumi.Output[str]] = None
-    gridd_conf: Optional[pulumi.Output[str]] = None
-    registry_auth: Optional[pulumi.Output[str]] = None
-    bitfusion_client_token: Optional[pulumi.Output[str]] = None
+    vcenter_password: pulumi.Output[str] | None = None
+    switch_passwords: pulumi.Output[dict[str, str]] | None = None
+    pull_secret: pulumi.Output[str] | None = None
+    ssh_public_key: pulumi.Output[str] | None = None
+    helper_ssh_private_key: pulumi.Output[str] | None = None
+    kubeconfig: pulumi.Output[str] | None = None
+    nvidia_license_token: pulumi.Output[str] | None = None
+    gridd_conf: pulumi.Output[str] | None = None
+    registry_auth: pulumi.Output[str] | None = None
+    bitfusion_client_token: pulumi.Output[str] | None = None
 
     def require(self, attribute: str, why: str) -> pulumi.Output[Any]:
         """The secret, or a clear error naming the config key to set."""
@@ -118,7 +118,7 @@ def _is_ciphertext(value: Any) -> bool:
 
 
 def plaintext_secret_problems(config: Mapping[str, Any],
-                              is_secret: Optional[Callable[[str], bool]] = None) -> list[Problem]:
+                              is_secret: Callable[[str], bool] | None = None) -> list[Problem]:
     """Secret keys whose value is plain text, each with the command that stores it encrypted.
 
     ``config`` maps "ns:key" to values: a stack file's `config:` block (encrypted values are

@@ -38,7 +38,6 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT = 0, 1, 2
 MEBIBYTE = 2 ** 20
@@ -70,7 +69,7 @@ class Throughput:
     file: str
     transport: str
     images_per_sec: float
-    gpus: Optional[int]
+    gpus: int | None
 
 
 # ---------------------------------------------------------------- recognising a log
@@ -81,7 +80,7 @@ _IMAGES_MARK = re.compile(r"img/sec|images/sec|Running (benchmark|warm)|tf_cnn_b
 _MPI_MARK = re.compile(r"NCCL INFO|mpirun|ORTE|PRTE")
 
 
-def kind_of(text: str) -> Optional[str]:
+def kind_of(text: str) -> str | None:
     if _IB_MARK.search(text):
         return "ib_write_bw"
     if _NCCL_MARK.search(text):
@@ -227,7 +226,7 @@ class Row:
 INVALID = "INVALID"
 
 
-def _against(value: float, threshold: Optional[float], unit: str, share: bool = False) -> tuple[str, str]:
+def _against(value: float, threshold: float | None, unit: str, share: bool = False) -> tuple[str, str]:
     """(threshold text, verdict) of a value judged against an optional minimum."""
     if share and value > 100:
         return "<= 100 %", INVALID
@@ -237,7 +236,7 @@ def _against(value: float, threshold: Optional[float], unit: str, share: bool = 
 
 
 def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_threshold: float,
-          nccl_threshold: float, min_speedup: Optional[float]) -> tuple[list[Row], list[str]]:
+          nccl_threshold: float, min_speedup: float | None) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     shares: list[float] = []
     node_rate_gbs = nics_per_node * link_gbps / 8
@@ -287,12 +286,12 @@ def render_table(rows: list[Row]) -> str:
     header = ("test", "transport", "result", "line rate", "share", "threshold", "verdict")
     cells = [header] + [(r.test, r.transport, r.result, r.reference, r.share, r.threshold, r.verdict) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def stack_line_rate(stack: str, path: Optional[Path] = None) -> tuple[int, float, str]:
+def stack_line_rate(stack: str, path: Path | None = None) -> tuple[int, float, str]:
     """(RDMA NICs per GPU node, Gb/s of each, where that comes from) for a stack's planned nodes."""
     from components.addons.config import network_mode
     from components.config import gpu_lab_sections, load_lab
@@ -309,7 +308,7 @@ def stack_line_rate(stack: str, path: Optional[Path] = None) -> tuple[int, float
     return 1, lab.vsphere.networks.rdma.link_gbps, "vSphere workers, one PVRDMA NIC each"
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", type=Path, help="directory with the jobs' logs")
     parser.add_argument("--stack", default="lab",

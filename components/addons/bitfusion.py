@@ -14,7 +14,7 @@ import binascii
 import io
 import posixpath
 import tarfile
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import yaml
@@ -24,7 +24,6 @@ from components.addons.config import AddonsLab
 from components.addons.jobs import SERVICE_ACCOUNT, acceptance_job, job_labels
 from components.addons.kube import Kube, metadata, role_of
 from components.addons.rdma import privileged_scc_binding
-
 from components.secrets import LabSecrets
 
 SECRET = "bitfusion-secret"
@@ -99,7 +98,7 @@ def _client_mounts() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def _client_job(name: str, namespace: str, image: str, command: list[str],
-                limits: Optional[dict[str, int]] = None) -> dict[str, Any]:
+                limits: dict[str, int] | None = None) -> dict[str, Any]:
     mounts, volumes = _client_mounts()
     container: dict[str, Any] = {"name": name, "image": image, "command": command, "volumeMounts": mounts}
     if limits:
@@ -283,7 +282,7 @@ def webhook(openshift: bool) -> list[dict[str, Any]]:
 
 
 def deploy_bitfusion(kube: Kube, lab: AddonsLab, secrets: LabSecrets, workload_namespace: str,
-                     after: list[Optional[pulumi.Resource]]) -> list[str]:
+                     after: list[pulumi.Resource | None]) -> list[str]:
     """Platform pieces always; the guide's jobs when switched on. Returns the job names."""
     bf = lab.addons.bitfusion
     token = secrets.require("bitfusion_client_token", "Bitfusion clients authenticate with the tokens archive")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 
@@ -39,7 +39,6 @@ from components.addons.config import (
 )
 from components.addons.kube import Kube, helm_release, metadata, role_of
 
-
 NAMESPACE = "nvidia-network-operator"
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
 PVRDMA_NETWORK = "rdma-net"
@@ -56,7 +55,7 @@ class RdmaPlan:
     static_network: str
     static_prefix: int
     resources: tuple[tuple[str, int], ...]
-    ib_device: Optional[str]
+    ib_device: str | None
     mtu: int
 
     @property
@@ -285,7 +284,7 @@ def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) 
 
 
 def deploy_network(kube: Kube, lab: AddonsLab, workload_namespace: str,
-                   after: list[Optional[pulumi.Resource]]) -> list[pulumi.Resource]:
+                   after: list[pulumi.Resource | None]) -> list[pulumi.Resource]:
     """The network operator and the RDMA networks; returns what pods on them must wait for."""
     plan = rdma_plan(lab)
     ns = kube.namespace("network-operator-namespace", NAMESPACE)

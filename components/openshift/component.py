@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 from pulumi_command import local, remote
@@ -58,19 +57,19 @@ class OpenShiftUpiArgs:
     """The resolved cluster: the openshift section with the vSphere VMs as nodes (openshift.config.plan)."""
     secrets: LabSecrets
     """pull_secret, ssh_public_key and helper_ssh_private_key are required (vcenter_password with platform vsphere)."""
-    install_dir: Optional[str] = None
+    install_dir: str | None = None
     """Overrides openshift.installDir; default build/<stack>/openshift-install."""
 
 
 class OpenShiftUpi(pulumi.ComponentResource):
     vm_extra_config: dict[str, pulumi.Input[dict[str, str]]]
     """VM name -> extra_config (ignition and network kernel arguments) for each vSphere node."""
-    kubeconfig: Optional[pulumi.Output[str]]
+    kubeconfig: pulumi.Output[str] | None
     """Secret: the installer's auth/kubeconfig, once the ignition step has run."""
     api_url: str
     install_dir: str
 
-    def __init__(self, name: str, args: OpenShiftUpiArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: OpenShiftUpiArgs, opts: pulumi.ResourceOptions | None = None):
         p = args.cluster
         oc = p.config
         super().__init__(TYPE, name, {
@@ -86,7 +85,8 @@ class OpenShiftUpi(pulumi.ComponentResource):
 
         secrets = args.secrets
         pull = secrets.require("pull_secret", "openshift is configured and install-config needs the pull secret")
-        ssh_key = secrets.require("ssh_public_key", "openshift is configured and install-config needs the core user's key")
+        ssh_key = secrets.require("ssh_public_key",
+                                  "openshift is configured and install-config needs the core user's key")
         helper_key = secrets.require("helper_ssh_private_key", "openshift deploys DNS, HAProxy and ignition to the helper node")
         vcenter_password = (
             secrets.require("vcenter_password", "openshift platform vsphere puts it in install-config")

@@ -10,7 +10,6 @@ import base64
 import hashlib
 import ipaddress
 import json
-from typing import Optional
 from urllib.parse import urlsplit
 
 import yaml
@@ -57,7 +56,7 @@ def compute_replicas(plan: ClusterPlan) -> int:
 
 
 def render_install_config(
-    plan: ClusterPlan, pull_secret: str, ssh_key: str, vcenter_password: Optional[str] = None
+    plan: ClusterPlan, pull_secret: str, ssh_key: str, vcenter_password: str | None = None
 ) -> str:
     """install-config.yaml for `openshift-install create ignition-configs` (UPI)."""
     oc = plan.config
@@ -426,7 +425,7 @@ def render_ignition_script(install_dir: str, installer: str, single_node: bool =
     })
 
 
-def parse_ignition_stdout(stdout: Optional[str]) -> dict[str, str]:
+def parse_ignition_stdout(stdout: str | None) -> dict[str, str]:
     """Decode the ignition script's stdout into {key: file text}; empty before it has run."""
     if not stdout:
         return {}

@@ -11,7 +11,7 @@ import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVim.task import WaitForTask
@@ -29,7 +29,7 @@ class VsphereLookupError(LookupError):
     """A host, VM, option or ruleset named in the inputs does not exist."""
 
 
-def describe_failure(error: BaseException, server: Optional[str] = None, port: Any = 443) -> Optional[str]:
+def describe_failure(error: BaseException, server: str | None = None, port: Any = 443) -> str | None:
     """Why a vSphere step failed, in a few words a lab engineer can act on; None when ``error`` is not a
     vSphere, lookup or network failure (a bug, whose traceback is worth keeping)."""
     where = f"vCenter {server}:{int(port or 443)}" if server else "vCenter"
@@ -112,7 +112,7 @@ def find_host(si: Any, name: str) -> Any:
     raise VsphereLookupError(f"no ESXi host named {name!r} in the vCenter inventory (hosts there: {known})")
 
 
-def find_vm(si: Any, moid: str, expected_name: Optional[str] = None) -> Any:
+def find_vm(si: Any, moid: str, expected_name: str | None = None) -> Any:
     """The VirtualMachine with managed object id ``moid`` (pulumi-vsphere's ``moid`` output).
 
     ``expected_name`` guards against a stale id pointing at another VM: a vGPU on the
@@ -259,7 +259,7 @@ def get_vgpu_profile(vm: Any) -> str:
     return str(devices[0].backing.vgpu) if devices else ""
 
 
-def vgpu_device_change(vm: Any, profile: str) -> Optional[Any]:
+def vgpu_device_change(vm: Any, profile: str) -> Any | None:
     """The device change that gives ``vm`` exactly ``profile`` ("" = no vGPU); None if already so."""
     devices = vgpu_devices(vm)
     current = devices[0] if devices else None
