@@ -157,8 +157,9 @@ def _echoed(value: Any, message: str) -> bool:
 
 # ---------------------------------------------------------------- domain types
 
-def pattern_type(regex: str, problem: str, *, lower: bool = False) -> Any:
-    """A text type that must match ``regex``; otherwise the error reads "<value!r> <problem>".
+def matches(regex: str, problem: str, *, lower: bool = False) -> AfterValidator:
+    """Validator for a text type, used as ``Annotated[str, matches(...)]]``: the value must match ``regex``;
+    otherwise the error reads "<value!r> <problem>".
 
     ``lower`` folds the value to lower case first (and keeps it so), for case-blind formats.
     """
@@ -171,14 +172,14 @@ def pattern_type(regex: str, problem: str, *, lower: bool = False) -> Any:
             raise ValueError(f"{value!r} {problem}")
         return value
 
-    return Annotated[str, AfterValidator(check)]
+    return AfterValidator(check)
 
 
-HostName = pattern_type(
+HostName = Annotated[str, matches(
     r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
     "is not a valid host name: use lower-case letters, digits and '-', "
     "1-63 characters, starting and ending with a letter or digit",
-)
+)]
 """A DNS label, used for VMs, nodes, switches and the names Kubernetes sees."""
 
 # vCenter lists a host under the address it was added by: an FQDN (up to 253 characters), an IPv4 or
@@ -211,9 +212,9 @@ def resource_slug(name: str) -> str:
     """``name`` usable inside a Pulumi logical name: an IPv6 host's '::' would split the URN."""
     return re.sub(r"[^A-Za-z0-9._-]", "-", name)
 
-MacAddress = pattern_type(
+MacAddress = Annotated[str, matches(
     r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", "is not a MAC address: write six hex pairs separated by ':'", lower=True
-)
+)]
 
 
 def _check_cidr(value: str) -> str:

@@ -87,7 +87,8 @@ class OpenShiftUpi(pulumi.ComponentResource):
         pull = secrets.require("pull_secret", "openshift is configured and install-config needs the pull secret")
         ssh_key = secrets.require("ssh_public_key",
                                   "openshift is configured and install-config needs the core user's key")
-        helper_key = secrets.require("helper_ssh_private_key", "openshift deploys DNS, HAProxy and ignition to the helper node")
+        helper_key = secrets.require("helper_ssh_private_key",
+                                     "openshift deploys DNS, HAProxy and ignition to the helper node")
         vcenter_password = (
             secrets.require("vcenter_password", "openshift platform vsphere puts it in install-config")
             if oc.platform == "vsphere" else None

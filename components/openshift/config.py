@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field
 
 from components.facts import VsphereFacts
-from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, pattern_type
+from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, matches
 from labrules.openshift import CONTROL_PLANE_NODES, LOAD_BALANCER_PORTS
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
@@ -55,10 +55,10 @@ DOMAIN_MAX = 253
 # The shortest IPv4 service network prefix (pkg/validate/validate.go, ServiceSubnetCIDR).
 SERVICE_PREFIX_MIN = 12
 
-Domain = pattern_type(
+Domain = Annotated[str, matches(
     r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
     "is not a DNS domain: lower-case labels of letters, digits and '-' joined by '.'",
-)
+)]
 
 
 def _check_location(value: str) -> str:
@@ -74,7 +74,8 @@ def _check_location(value: str) -> str:
 Location = Annotated[str, AfterValidator(_check_location)]
 """An http(s) URL, or a path relative to the helper node's HTTP server root."""
 
-BlockDevice = pattern_type(r"^/dev/[A-Za-z0-9/_.:-]+$", "is not a block device path like /dev/sda or /dev/nvme0n1")
+BlockDevice = Annotated[str, matches(r"^/dev/[A-Za-z0-9/_.:-]+$",
+                                     "is not a block device path like /dev/sda or /dev/nvme0n1")]
 
 
 class ClusterNetwork(Model):

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from components.facts import HostRoce, VsphereFacts
-from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
+from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, matches
 from labrules.roce import (
     DEFAULT_ECN_MAX_KB,
     DEFAULT_ECN_MIN_KB,
@@ -47,10 +47,10 @@ PORT_PATTERNS = {
 }
 
 # Values end up unquoted on a switch CLI or in a shell line: keep them to safe characters.
-Token = pattern_type(
+Token = Annotated[str, matches(
     r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$",
     "must be 1-32 letters, digits, '.', '_' or '-', starting with a letter or digit",
-)
+)]
 
 
 class Rail(Model):

@@ -8,7 +8,7 @@ management host, identical worker hosts with a ConnectX RoCE uplink each, a
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from components.model import (
     Vlan,
     duplicates,
     expand_addresses,
-    pattern_type,
+    matches,
 )
 from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_MIN
 from labrules.vsphere import (
@@ -48,13 +48,13 @@ from labrules.vsphere import (
 
 # grid_<gpu>[-<mig slices>]-<framebuffer GB><series>, e.g. grid_v100-16c, grid_a100-3-20c,
 # nvidia_l40s-24c. Series: a (virtual apps), b (virtual PC), c (compute), q (workstation).
-VgpuProfile = pattern_type(
+VgpuProfile = Annotated[str, matches(
     r"^(grid|nvidia)_([a-z0-9]+)(-(\d+))?-(\d+)([abcq])$",
     "is not a vGPU profile: expected grid_<gpu>[-<slices>]-<framebuffer GB><series> "
     "with series a, b, c or q, e.g. grid_v100-16c (Virtual Compute Server profiles end in 'c')",
-)
+)]
 
-Vmnic = pattern_type(r"^vmnic\d+$", "is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")
+Vmnic = Annotated[str, matches(r"^vmnic\d+$", "is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")]
 
 
 class Sizing(Model):

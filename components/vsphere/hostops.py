@@ -36,7 +36,8 @@ def describe_failure(error: BaseException, server: str | None = None, port: Any 
     if isinstance(error, VsphereLookupError):
         return f"object missing: {error}"
     if isinstance(error, vim.fault.NoPermission):
-        on = f" on {error.object._moId}" if getattr(error, "object", None) is not None else ""
+        target = getattr(error, "object", None)
+        on = f" on {getattr(target, '_moId', target)}" if target is not None else ""
         return f"permission denied: the vCenter user lacks privilege {error.privilegeId}{on}"
     if isinstance(error, vim.fault.InvalidLogin):
         return f"login failed: {where} rejected the user name or password"
@@ -46,12 +47,12 @@ def describe_failure(error: BaseException, server: str | None = None, port: Any 
         obj = getattr(error.obj, "_moId", error.obj)
         return f"object missing: {obj} does not exist (any more) in {where}"
     if isinstance(error, vim.fault.NotFound):
-        return f"object missing: {error.msg or 'vSphere reports NotFound'}"
+        return f"object missing: {_fault_message(error) or 'vSphere reports NotFound'}"
     if isinstance(error, vim.fault.InvalidPowerState):
         return (f"wrong state: the VM is {error.existingState}, the call needs it {error.requestedState}"
-                if error.existingState else f"wrong power state: {error.msg}")
+                if error.existingState else f"wrong power state: {_fault_message(error)}")
     if isinstance(error, vim.fault.InvalidState):
-        return f"wrong state: {error.msg or type(error).__name__}"
+        return f"wrong state: {_fault_message(error) or type(error).__name__}"
     if isinstance(error, ssl.SSLCertVerificationError):
         return (f"TLS: the certificate of {where} is not trusted ({error.verify_message}); add its CA to the "
                 "system trust store or set vsphere:allowUnverifiedSsl for a lab vCenter")
@@ -62,8 +63,13 @@ def describe_failure(error: BaseException, server: str | None = None, port: Any 
     if isinstance(error, OSError):
         return f"cannot reach {where}: {error.strerror or error}"
     if isinstance(error, vmodl.MethodFault):
-        return f"{type(error).__name__.rsplit('.', 1)[-1]}: {error.msg or 'no message from vSphere'}"
+        return f"{type(error).__name__.rsplit('.', 1)[-1]}: {_fault_message(error) or 'no message from vSphere'}"
     return None
+
+
+def _fault_message(error: BaseException) -> str:
+    """A vSphere fault's message (pyvmomi sets `msg` at run time, so its type stubs do not know it)."""
+    return getattr(error, "msg", None) or ""
 
 
 # ---------------------------------------------------------------- session and lookups
