@@ -147,6 +147,7 @@ def load_lab(sections: Mapping[str, Any]) -> LabConfig:
     sound = set(SECTIONS)
     for key, value in given.items():
         annotation = LabConfig.model_fields[key].annotation
+        assert annotation is not None  # every LabConfig field is annotated
         if value is None:
             problems.append(Problem(key, f"the section is empty; give its keys or remove {NAMESPACE}:{key}"))
             sound.discard(key)

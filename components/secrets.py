@@ -20,13 +20,16 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pulumi
 
 from components.model import ConfigError, Problem
+
+T = TypeVar("T")
 
 # (attribute, namespace, key, is an object)
 SECRET_KEYS: tuple[tuple[str, str, str, bool], ...] = (
@@ -71,10 +74,10 @@ class LabSecrets:
 
     def switch_password(self, switch_name: str) -> pulumi.Output[str]:
         passwords = self.require("switch_passwords", f"switch {switch_name} needs a password")
-        return pulumi.Output.secret(passwords).apply(lambda d: _switch_entry(d, switch_name))
+        return pulumi.Output.secret(passwords).apply(functools.partial(_switch_entry, switch_name=switch_name))
 
 
-def _switch_entry(passwords: dict[str, str], switch_name: str) -> str:
+def _switch_entry(passwords: Mapping[str, str], switch_name: str) -> str:
     if switch_name not in passwords:
         raise MissingSecretError(
             f"gpu-lab:switchPasswords has no entry for switch {switch_name!r}; set it with: "
@@ -83,13 +86,19 @@ def _switch_entry(passwords: dict[str, str], switch_name: str) -> str:
     return passwords[switch_name]
 
 
+def secret_output(value: pulumi.Output[T]) -> pulumi.Output[T]:
+    """pulumi.Output.secret for an Output, keeping its type: the SDK's Input[T] signature leaves type
+    checkers with Output[Never] for a typed Output."""
+    return cast(pulumi.Output[T], pulumi.Output.secret(cast(Any, value)))
+
+
 class MissingSecretError(ValueError):
     pass
 
 
 def load_secrets() -> LabSecrets:
     """Read every secret key the stack sets (call from __main__ only)."""
-    values = {}
+    values: dict[str, Any] = {}
     for attribute, namespace, key, is_object in SECRET_KEYS:
         config = pulumi.Config(namespace)
         values[attribute] = config.get_secret_object(key) if is_object else config.get_secret(key)

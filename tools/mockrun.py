@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,9 +296,9 @@ def _is_secure(value: Any) -> bool:
 
 def _load_program():
     spec = importlib.util.spec_from_file_location("gpu_lab_program", REPO / "__main__.py")
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no program at {REPO / '__main__.py'}")
     module = importlib.util.module_from_spec(spec)
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     spec.loader.exec_module(module)
     return module
 

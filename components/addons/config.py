@@ -321,7 +321,7 @@ def _pvrdma_problems(lab: AddonsLab, nodes: list[str]) -> list[Problem]:
                                                "bare-metal nodes use mode sriov")]
     net = rdma_cidr(lab)
     pool = pod_pool(lab)
-    if pool is None or not pool.subnet_of(net):
+    if pool is None or net is None or not pool.subnet_of(net):
         return [Problem("addons.network.podPool", f"{pool} is not inside the RDMA network {net}; give a subnet of it")]
     for address, owner in sorted(_lab_rdma_addresses(lab).items()):
         if ipaddress.IPv4Address(address) in pool:

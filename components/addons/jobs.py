@@ -277,6 +277,6 @@ def deploy_jobs(kube: Kube, lab: AddonsLab, plan: RdmaPlan | None,
     for m in acceptance_manifests(lab, plan):
         # Job templates are immutable and names are fixed: replace by deleting first.
         kube.register(role_of(m), m, after,
-                   delete_before_replace=True, replace_on_changes=["spec"])
+                      delete_before_replace=True, replace_on_changes=["spec"])
         names.append(m["metadata"]["name"])
     return names

@@ -47,7 +47,7 @@ class Kube:
             depends_on=[d for d in depends_on if d is not None], **kwargs,
         )
 
-    def namespace(self, role: str, name: str, privileged: bool = True) -> k8s.core.v1.Namespace:
+    def namespace(self, role: str, name: str, privileged: bool = True) -> pulumi.CustomResource:
         return self.register(role, namespace_manifest(name, privileged, self.openshift))
 
     def register(self, role: str, manifest: Mapping[str, Any], depends_on: Sequence[pulumi.Resource | None] = (),

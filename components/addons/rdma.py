@@ -73,7 +73,8 @@ class RdmaPlan:
 
 def rdma_plan(lab: AddonsLab) -> RdmaPlan:
     net = lab.addons.network
-    static_prefix = rdma_cidr(lab).prefixlen if rdma_cidr(lab) else 24
+    cidr = rdma_cidr(lab)
+    static_prefix = cidr.prefixlen if cidr else 24
     if network_mode(lab) == "pvrdma":
         mtu = lab.vsphere.rdma_mtu if lab.vsphere else 9000
         return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
@@ -255,6 +256,8 @@ def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) 
                                             "networks": [], "plugin": []}
     if plan.mode == "pvrdma":
         pool = pod_pool(lab)
+        if pool is None:  # check() reports a missing pool before anything is built
+            raise ValueError("addons.network.podPool: no pod address pool on the RDMA network")
         out["pools"].append(ip_pool("rdma-pool", pool, nodes, static))
         master = lab.addons.network.interface
         out["networks"] += [

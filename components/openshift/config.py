@@ -203,6 +203,20 @@ class ClusterNode:
     def ignition(self) -> str:
         return IGNITION_NAME[self.role]
 
+    @property
+    def planned_address(self) -> str:
+        """The node's address; every node of a lab that passed check() has one."""
+        if self.address is None:
+            raise ValueError(f"node {self.name} has no address (check() reports this before anything is built)")
+        return self.address
+
+    @property
+    def planned_mac(self) -> str:
+        """The node's MAC; every node PXE or a VM NIC needs has one once check() passed."""
+        if self.mac is None:
+            raise ValueError(f"node {self.name} has no MAC (check() reports this before anything is built)")
+        return self.mac
+
 
 @dataclass(frozen=True)
 class ClusterPlan:
@@ -291,22 +305,22 @@ def resolve_nodes(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> list[tup
     The bootstrap node is left out once `bootstrap` is false. Addresses may be None here when
     the configuration is invalid; check() reports that, plan() runs only on valid labs.
     """
-    listed = {}
+    listed: dict[str, tuple[int, Node]] = {}
     for i, node in enumerate(oc.nodes):
         if node.platform == "vsphere":
             listed.setdefault(node.name, (i, node))
     out: list[tuple[int | None, ClusterNode]] = []
     for vm in (vsphere.vms if vsphere else ()):
-        index, node = listed.get(vm.name, (None, None))
-        address = str(node.address) if node is not None and node.address else vm.management_address
+        index, entry = listed.get(vm.name) or (None, None)
+        address = str(entry.address) if entry is not None and entry.address else vm.management_address
         out.append((index, ClusterNode(
             name=vm.name,
             role=vm.role,
             platform="vsphere",
             address=address,
-            mac=(node.mac if node is not None and node.mac else vm.mac),
+            mac=(entry.mac if entry is not None and entry.mac else vm.mac),
             rdma_address=vm.rdma_address,
-            install_device=(node.install_device if node is not None and node.install_device else oc.install_device),
+            install_device=(entry.install_device if entry is not None and entry.install_device else oc.install_device),
         )))
     for i, node in enumerate(oc.nodes):
         if node.platform != "baremetal" or (node.role == "bootstrap" and not oc.bootstrap):
@@ -412,10 +426,10 @@ def check(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> list[Problem]:
     if oc.platform == "vsphere":
         if oc.vcenter is None:
             p.append(Problem("openshift.vcenter", "platform: vsphere needs vcenter: {server, user}"))
-        for i, node in enumerate(oc.nodes):
-            if node.platform != "vsphere":
+        for i, listed_node in enumerate(oc.nodes):
+            if listed_node.platform != "vsphere":
                 p.append(Problem(f"openshift.nodes[{i}].platform",
-                                 f"node {node.name} is bare metal, which platform: vsphere does not support; "
+                                 f"node {listed_node.name} is bare metal, which platform: vsphere does not support; "
                                  "use platform: none for mixed clusters"))
     elif oc.vcenter is not None:
         p.append(Problem("openshift.vcenter", "only used with platform: vsphere; remove it or set platform: vsphere"))
@@ -553,7 +567,7 @@ def pull_secret_problems(value: str, path: str = "gpu-lab:pullSecret") -> list[P
     quote the value: it is a secret, and openshift-install would print it whole."""
     try:
         doc = json.loads(value)
-    except ValueError as err:
+    except json.JSONDecodeError as err:
         return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give the pull secret file "
                               "from console.redhat.com as it is")]
     auths = doc.get("auths") if isinstance(doc, dict) else None

@@ -415,6 +415,6 @@ def _address_list_problems(path: str, plan: AddressPlan, count: int, net: ipaddr
             problems.append(Problem(where, f"{addr} ({what} {i + 1}) is not a usable host address of {net}"))
             if not isinstance(plan, list):
                 break
-    for addr in duplicates(addresses):
-        problems.append(Problem(path, f"{addr} is listed more than once; each {what} needs its own address"))
+    for repeated in duplicates(addresses):
+        problems.append(Problem(path, f"{repeated} is listed more than once; each {what} needs its own address"))
     return problems

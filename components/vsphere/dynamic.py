@@ -30,7 +30,7 @@ from __future__ import annotations
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 from pulumi.dynamic import (
@@ -79,7 +79,7 @@ def _one_line_errors_in_the_provider_server() -> None:
     server = sys.modules.get("__main__")
     # Only in the SDK's provider server, and only while it still works the way described above.
     if callable(getattr(server, "_abort_with_traceback", None)) and getattr(server, "traceback", None) is traceback:
-        server.traceback = _OneLineTraceback()
+        setattr(server, "traceback", _OneLineTraceback())  # noqa: B010  (a module attribute the SDK reads)
 
 
 _one_line_errors_in_the_provider_server()
@@ -100,11 +100,12 @@ class _Failures:
     def __enter__(self) -> _Failures:
         return self
 
-    def __exit__(self, _type, error, _tb) -> bool:
+    def __exit__(self, _type, error, _tb) -> Literal[False]:
         if error is None or isinstance(error, VsphereOperationError) or not isinstance(error, Exception):
             return False
         from components.vsphere import hostops
 
+        reason: str | None
         if isinstance(error, SettingNotApplied):
             reason = f"not applied: {error}"
         else:
