@@ -6,7 +6,7 @@ VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 export PATH := $(CURDIR)/.cache/bin:$(PATH)
 
-.PHONY: help setup test plan render bench clean lock
+.PHONY: help setup lint test plan render bench clean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -21,6 +21,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed ## virtualenv with the locked dependencies and the project (editable)
+
+lint: setup ## ruff and mypy, configured in pyproject.toml (CI runs it before the tests)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test: setup ## every test; installs the Debian test tools (root or sudo) and vcsim; skips the engine test without setup-pulumi
 	bash scripts/install-test-tools.sh

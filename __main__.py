@@ -44,7 +44,7 @@ def main() -> None:
         openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=plan.cluster, secrets=secrets))
 
     vms = None
-    if lab.vsphere is not None:
+    if lab.vsphere is not None and vcenter is not None:  # set together above
         fabric = RoceFabric("roce", RoceFabricArgs(
             vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless))
         vms = LabVms("vms", LabVmsArgs(

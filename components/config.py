@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
@@ -50,8 +50,8 @@ NAMESPACE = "gpu-lab"
 
 
 class LabConfig(Model):
-    vsphere: Optional[VsphereConfig] = None
-    openshift: Optional[OpenShiftConfig] = None
+    vsphere: VsphereConfig | None = None
+    openshift: OpenShiftConfig | None = None
     switches: list[SwitchConfig] = Field(default_factory=list)
     addons: AddonsConfig = Field(default_factory=AddonsConfig)
 
@@ -68,7 +68,7 @@ class LabConfig(Model):
         """Every VM to create, bootstrap included only while OpenShift needs it."""
         return list(self.plan.vms)
 
-    def problems(self, sound: Optional[set[str]] = None) -> list[Problem]:
+    def problems(self, sound: set[str] | None = None) -> list[Problem]:
         """The rule problems of every section whose rules can run (all of them by default)."""
         found: list[Problem] = []
         for rule, reads in _RULES.values():
@@ -147,6 +147,7 @@ def load_lab(sections: Mapping[str, Any]) -> LabConfig:
     sound = set(SECTIONS)
     for key, value in given.items():
         annotation = LabConfig.model_fields[key].annotation
+        assert annotation is not None  # every LabConfig field is annotated
         if value is None:
             problems.append(Problem(key, f"the section is empty; give its keys or remove {NAMESPACE}:{key}"))
             sound.discard(key)

@@ -9,7 +9,7 @@ components/lab_plan.py fills them in once from the validated sections.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,10 @@ class PlannedVm:
     cpus: int
     memory_gb: int
     disk_gb: int
-    management_address: Optional[str]
-    mac: Optional[str]
-    rdma_address: Optional[str]
-    vgpu_profile: Optional[str]
+    management_address: str | None
+    mac: str | None
+    rdma_address: str | None
+    vgpu_profile: str | None
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,11 @@ class VsphereFacts:
     rdma_mtu: int
     management_cidrs: tuple[tuple[str, str], ...]
     """(key under vsphere.networks.management, CIDR) of the hosts' and the VMs' management networks."""
-    bootstrap_name: Optional[str]
+    bootstrap_name: str | None
     datacenter: str
     cluster: str
     datastore: str
-    folder: Optional[str]
+    folder: str | None
     vm_port_group: str
     """The management port group of the worker VMs."""
 

@@ -8,7 +8,6 @@ config models; no section imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from components.addons.config import AddonsConfig, AddonsLab
 from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
@@ -20,9 +19,9 @@ from components.vsphere.config import VsphereConfig, vsphere_facts
 
 @dataclass(frozen=True)
 class LabPlan:
-    vsphere: Optional[VsphereFacts]
+    vsphere: VsphereFacts | None
     """Worker hosts, VMs (the bootstrap VM only while OpenShift bootstraps), RDMA network, hosts' RoCE."""
-    cluster: Optional[ClusterPlan]
+    cluster: ClusterPlan | None
     """The OpenShift cluster with every node resolved; None without the openshift section."""
     addons: AddonsLab
     """The add-ons section and what it reads of the rest of the lab."""
@@ -43,7 +42,7 @@ class LabPlan:
         return host_side(self.vsphere, switch)
 
 
-def plan_lab(vsphere: Optional[VsphereConfig], openshift: Optional[OpenShiftConfig],
+def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
              switches: list[SwitchConfig], addons: AddonsConfig) -> LabPlan:
     """The lab plan of validated sections (a section left out is None, or empty)."""
     bootstrap_vm_wanted = openshift is not None and openshift.bootstrap

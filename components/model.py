@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional, Union, get_args
+from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
@@ -65,7 +65,7 @@ _UNION_TAGS = {"list", "range"}
 _ECHO_LIMIT = 60
 
 
-def closest(name: str, known: Iterable[str]) -> Optional[str]:
+def closest(name: str, known: Iterable[str]) -> str | None:
     """The known name a typo most likely meant, or None when nothing is close."""
     matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     if not matches:  # case slips (`VSphere`) score low on character ratio
@@ -96,7 +96,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-def allowed_keys(root: Any, loc: Sequence[Union[str, int]]) -> list[str]:
+def allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
     """The YAML keys a model accepts at ``loc`` (the location of a key inside ``root``'s value)."""
     models = _models_in(root)
     for part in loc:
@@ -157,8 +157,9 @@ def _echoed(value: Any, message: str) -> bool:
 
 # ---------------------------------------------------------------- domain types
 
-def pattern_type(regex: str, problem: str, *, lower: bool = False) -> Any:
-    """A text type that must match ``regex``; otherwise the error reads "<value!r> <problem>".
+def matches(regex: str, problem: str, *, lower: bool = False) -> AfterValidator:
+    """Validator for a text type, used as ``Annotated[str, matches(...)]]``: the value must match ``regex``;
+    otherwise the error reads "<value!r> <problem>".
 
     ``lower`` folds the value to lower case first (and keeps it so), for case-blind formats.
     """
@@ -171,14 +172,14 @@ def pattern_type(regex: str, problem: str, *, lower: bool = False) -> Any:
             raise ValueError(f"{value!r} {problem}")
         return value
 
-    return Annotated[str, AfterValidator(check)]
+    return AfterValidator(check)
 
 
-HostName = pattern_type(
+HostName = Annotated[str, matches(
     r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
     "is not a valid host name: use lower-case letters, digits and '-', "
     "1-63 characters, starting and ending with a letter or digit",
-)
+)]
 """A DNS label, used for VMs, nodes, switches and the names Kubernetes sees."""
 
 # vCenter lists a host under the address it was added by: an FQDN (up to 253 characters), an IPv4 or
@@ -190,7 +191,8 @@ _INVENTORY_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f/\\%]")
 
 def _check_inventory_name(value: str) -> str:
     if not value or not value.strip():
-        raise ValueError("must not be empty: give the ESXi host's name as vCenter lists it (FQDN, address or short name)")
+        raise ValueError("must not be empty: give the ESXi host's name as vCenter lists it "
+                         "(FQDN, address or short name)")
     if value != value.strip():
         raise ValueError(f"{value!r} has leading or trailing whitespace; vCenter would not find it")
     if len(value) > INVENTORY_NAME_MAX:
@@ -210,9 +212,9 @@ def resource_slug(name: str) -> str:
     """``name`` usable inside a Pulumi logical name: an IPv6 host's '::' would split the URN."""
     return re.sub(r"[^A-Za-z0-9._-]", "-", name)
 
-MacAddress = pattern_type(
+MacAddress = Annotated[str, matches(
     r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", "is not a MAC address: write six hex pairs separated by ':'", lower=True
-)
+)]
 
 
 def _check_cidr(value: str) -> str:
@@ -242,7 +244,7 @@ def _address_plan_kind(value: Any) -> str:
 
 
 AddressPlan = Annotated[
-    Union[Annotated[list[IPv4], Tag("list")], Annotated[AddressRange, Tag("range")]],
+    Annotated[list[IPv4], Tag("list")] | Annotated[AddressRange, Tag("range")],
     Discriminator(_address_plan_kind),
 ]
 """Either one address per item, listed, or ``{first: <address>}`` to derive them."""

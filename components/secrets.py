@@ -20,13 +20,16 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, TypeVar, cast
 
 import pulumi
 
 from components.model import ConfigError, Problem
+
+T = TypeVar("T")
 
 # (attribute, namespace, key, is an object)
 SECRET_KEYS: tuple[tuple[str, str, str, bool], ...] = (
@@ -47,16 +50,16 @@ SECRET_KEYS: tuple[tuple[str, str, str, bool], ...] = (
 class LabSecrets:
     """Secret Outputs; None where the stack does not set the key."""
 
-    vcenter_password: Optional[pulumi.Output[str]] = None
-    switch_passwords: Optional[pulumi.Output[dict[str, str]]] = None
-    pull_secret: Optional[pulumi.Output[str]] = None
-    ssh_public_key: Optional[pulumi.Output[str]] = None
-    helper_ssh_private_key: Optional[pulumi.Output[str]] = None
-    kubeconfig: Optional[pulumi.Output[str]] = None
-    nvidia_license_token: Optional[pulumi.Output[str]] = None
-    gridd_conf: Optional[pulumi.Output[str]] = None
-    registry_auth: Optional[pulumi.Output[str]] = None
-    bitfusion_client_token: Optional[pulumi.Output[str]] = None
+    vcenter_password: pulumi.Output[str] | None = None
+    switch_passwords: pulumi.Output[dict[str, str]] | None = None
+    pull_secret: pulumi.Output[str] | None = None
+    ssh_public_key: pulumi.Output[str] | None = None
+    helper_ssh_private_key: pulumi.Output[str] | None = None
+    kubeconfig: pulumi.Output[str] | None = None
+    nvidia_license_token: pulumi.Output[str] | None = None
+    gridd_conf: pulumi.Output[str] | None = None
+    registry_auth: pulumi.Output[str] | None = None
+    bitfusion_client_token: pulumi.Output[str] | None = None
 
     def require(self, attribute: str, why: str) -> pulumi.Output[Any]:
         """The secret, or a clear error naming the config key to set."""
@@ -71,10 +74,10 @@ class LabSecrets:
 
     def switch_password(self, switch_name: str) -> pulumi.Output[str]:
         passwords = self.require("switch_passwords", f"switch {switch_name} needs a password")
-        return pulumi.Output.secret(passwords).apply(lambda d: _switch_entry(d, switch_name))
+        return pulumi.Output.secret(passwords).apply(functools.partial(_switch_entry, switch_name=switch_name))
 
 
-def _switch_entry(passwords: dict[str, str], switch_name: str) -> str:
+def _switch_entry(passwords: Mapping[str, str], switch_name: str) -> str:
     if switch_name not in passwords:
         raise MissingSecretError(
             f"gpu-lab:switchPasswords has no entry for switch {switch_name!r}; set it with: "
@@ -83,13 +86,19 @@ def _switch_entry(passwords: dict[str, str], switch_name: str) -> str:
     return passwords[switch_name]
 
 
+def secret_output(value: pulumi.Output[T]) -> pulumi.Output[T]:
+    """pulumi.Output.secret for an Output, keeping its type: the SDK's Input[T] signature leaves type
+    checkers with Output[Never] for a typed Output."""
+    return cast(pulumi.Output[T], pulumi.Output.secret(cast(Any, value)))
+
+
 class MissingSecretError(ValueError):
     pass
 
 
 def load_secrets() -> LabSecrets:
     """Read every secret key the stack sets (call from __main__ only)."""
-    values = {}
+    values: dict[str, Any] = {}
     for attribute, namespace, key, is_object in SECRET_KEYS:
         config = pulumi.Config(namespace)
         values[attribute] = config.get_secret_object(key) if is_object else config.get_secret(key)
@@ -118,7 +127,7 @@ def _is_ciphertext(value: Any) -> bool:
 
 
 def plaintext_secret_problems(config: Mapping[str, Any],
-                              is_secret: Optional[Callable[[str], bool]] = None) -> list[Problem]:
+                              is_secret: Callable[[str], bool] | None = None) -> list[Problem]:
     """Secret keys whose value is plain text, each with the command that stores it encrypted.
 
     ``config`` maps "ns:key" to values: a stack file's `config:` block (encrypted values are

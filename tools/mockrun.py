@@ -11,15 +11,13 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
-
-import yaml
+from typing import Any
 
 import pulumi
+import yaml
 from pulumi.runtime import get_root_resource  # noqa: F401  (tests compare the root Stack across runs)
 from pulumi.runtime.mocks import MockMonitor
 
@@ -53,7 +51,7 @@ class Recorded:
     outputs: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def parent_name(self) -> Optional[str]:
+    def parent_name(self) -> str | None:
         if not self.parent_urn or "::pulumi:pulumi:Stack::" in self.parent_urn:
             return None
         return self.parent_urn.rsplit("::", 1)[-1]
@@ -182,7 +180,8 @@ class LabMocks(pulumi.runtime.Mocks):
                 "scsiType": "pvscsi",
                 "firmware": "efi",
                 "networkInterfaceTypes": ["vmxnet3"],
-                "disks": [{"size": 50, "eagerlyScrub": False, "thinProvisioned": True, "label": "disk0", "unitNumber": 0}],
+                "disks": [{"size": 50, "eagerlyScrub": False, "thinProvisioned": True,
+                           "label": "disk0", "unitNumber": 0}],
             }
         return {}
 
@@ -243,7 +242,7 @@ def run_program(
     config: Mapping[str, Any],
     *,
     stack: str = "lab",
-    secrets: Optional[Mapping[str, Any]] = None,
+    secrets: Mapping[str, Any] | None = None,
     preview: bool = False,
 ) -> Run:
     """Run __main__.py's main() under mocks with the given config; return what it registered.
@@ -297,9 +296,9 @@ def _is_secure(value: Any) -> bool:
 
 def _load_program():
     spec = importlib.util.spec_from_file_location("gpu_lab_program", REPO / "__main__.py")
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no program at {REPO / '__main__.py'}")
     module = importlib.util.module_from_spec(spec)
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     spec.loader.exec_module(module)
     return module
 

@@ -38,7 +38,6 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT = 0, 1, 2
 MEBIBYTE = 2 ** 20
@@ -70,7 +69,7 @@ class Throughput:
     file: str
     transport: str
     images_per_sec: float
-    gpus: Optional[int]
+    gpus: int | None
 
 
 # ---------------------------------------------------------------- recognising a log
@@ -81,7 +80,7 @@ _IMAGES_MARK = re.compile(r"img/sec|images/sec|Running (benchmark|warm)|tf_cnn_b
 _MPI_MARK = re.compile(r"NCCL INFO|mpirun|ORTE|PRTE")
 
 
-def kind_of(text: str) -> Optional[str]:
+def kind_of(text: str) -> str | None:
     if _IB_MARK.search(text):
         return "ib_write_bw"
     if _NCCL_MARK.search(text):
@@ -123,10 +122,10 @@ def parse_ib_write_bw(text: str, name: str) -> IbWriteBw:
         raise LogError(f"{name}: ib_write_bw log without its results header (#bytes #iterations BW peak ...); "
                        "truncated before the test ran?")
     rows = [_IB_ROW.match(line) for line in text[header.end():].splitlines()]
-    rows = [m for m in rows if m]
-    if not rows:
+    matched = [m for m in rows if m]
+    if not matched:
         raise LogError(f"{name}: ib_write_bw log ends before its result row (truncated, or the peer never connected)")
-    last = rows[-1]  # with -a, the largest message size comes last
+    last = matched[-1]  # with -a, the largest message size comes last
     scale = 1.0 if header.group(2) == "Gb" else MEBIBYTE * 8 / 1e9
     return IbWriteBw(name, int(last.group(1)), float(last.group(3)) * scale, float(last.group(4)) * scale)
 
@@ -227,7 +226,7 @@ class Row:
 INVALID = "INVALID"
 
 
-def _against(value: float, threshold: Optional[float], unit: str, share: bool = False) -> tuple[str, str]:
+def _against(value: float, threshold: float | None, unit: str, share: bool = False) -> tuple[str, str]:
     """(threshold text, verdict) of a value judged against an optional minimum."""
     if share and value > 100:
         return "<= 100 %", INVALID
@@ -237,38 +236,38 @@ def _against(value: float, threshold: Optional[float], unit: str, share: bool = 
 
 
 def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_threshold: float,
-          nccl_threshold: float, min_speedup: Optional[float]) -> tuple[list[Row], list[str]]:
+          nccl_threshold: float, min_speedup: float | None) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     shares: list[float] = []
     node_rate_gbs = nics_per_node * link_gbps / 8
-    for r in (r for r in results if isinstance(r, IbWriteBw)):
-        share = 100 * r.average_gbps / link_gbps
+    for ib in (r for r in results if isinstance(r, IbWriteBw)):
+        share = 100 * ib.average_gbps / link_gbps
         shares.append(share)
-        rows.append(Row(f"ib_write_bw {_size(r.size_bytes)} ({r.file})", "rdma", f"{r.average_gbps:.2f} Gb/s",
+        rows.append(Row(f"ib_write_bw {_size(ib.size_bytes)} ({ib.file})", "rdma", f"{ib.average_gbps:.2f} Gb/s",
                         f"{link_gbps:g} Gb/s link", f"{share:.1f} %", *_against(share, ib_threshold, " %", True)))
-    for r in (r for r in results if isinstance(r, NcclAllReduce)):
-        share = 100 * r.busbw_gbs / node_rate_gbs
+    for nccl in (r for r in results if isinstance(r, NcclAllReduce)):
+        share = 100 * nccl.busbw_gbs / node_rate_gbs
         shares.append(share)
         # Only the RDMA run has to reach line rate; the TCP run is the baseline it is compared to.
-        threshold = nccl_threshold if r.transport == "rdma" else None
-        rows.append(Row(f"NCCL all_reduce busbw {_size(r.size_bytes)} ({r.file})", r.transport,
-                        f"{r.busbw_gbs:.2f} GB/s", f"{node_rate_gbs:g} GB/s ({nics_per_node} x {link_gbps:g} Gb/s)",
+        threshold = nccl_threshold if nccl.transport == "rdma" else None
+        rows.append(Row(f"NCCL all_reduce busbw {_size(nccl.size_bytes)} ({nccl.file})", nccl.transport,
+                        f"{nccl.busbw_gbs:.2f} GB/s", f"{node_rate_gbs:g} GB/s ({nics_per_node} x {link_gbps:g} Gb/s)",
                         f"{share:.1f} %", *_against(share, threshold, " %", True)))
-        if r.wrong:
-            rows.append(Row(f"NCCL results check ({r.file})", r.transport, f"{r.wrong} out-of-bounds values",
+        if nccl.wrong:
+            rows.append(Row(f"NCCL results check ({nccl.file})", nccl.transport, f"{nccl.wrong} out-of-bounds values",
                             threshold="0 wrong", verdict="FAIL"))
-    for r in (r for r in results if isinstance(r, Throughput)):
-        gpus = f" on {r.gpus} GPUs" if r.gpus else ""
-        rows.append(Row(f"images/s{gpus} ({r.file})", r.transport, f"{r.images_per_sec:.1f} img/s"))
+    for run in (r for r in results if isinstance(r, Throughput)):
+        gpus = f" on {run.gpus} GPUs" if run.gpus else ""
+        rows.append(Row(f"images/s{gpus} ({run.file})", run.transport, f"{run.images_per_sec:.1f} img/s"))
     for label, kind, attr in (("NCCL busbw", NcclAllReduce, "busbw_gbs"),
                               ("Horovod img/s", Throughput, "images_per_sec")):
         best = {t: max((getattr(r, attr) for r in results if isinstance(r, kind) and r.transport == t), default=None)
                 for t in ("rdma", "tcp")}
         if best["rdma"] and best["tcp"]:
             speedup = best["rdma"] / best["tcp"]
-            threshold, verdict = _against(speedup, min_speedup, "x")
+            speedup_threshold, verdict = _against(speedup, min_speedup, "x")
             rows.append(Row(f"RDMA over TCP speed-up, {label}", "rdma/tcp", f"{speedup:.2f}x",
-                            threshold=threshold, verdict=verdict))
+                            threshold=speedup_threshold, verdict=verdict))
     notes = []
     if any(share > 100 for share in shares):
         notes.append("a share above 100 % of line rate is an invalid measurement: the line rate is wrong (check "
@@ -287,12 +286,12 @@ def render_table(rows: list[Row]) -> str:
     header = ("test", "transport", "result", "line rate", "share", "threshold", "verdict")
     cells = [header] + [(r.test, r.transport, r.result, r.reference, r.share, r.threshold, r.verdict) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def stack_line_rate(stack: str, path: Optional[Path] = None) -> tuple[int, float, str]:
+def stack_line_rate(stack: str, path: Path | None = None) -> tuple[int, float, str]:
     """(RDMA NICs per GPU node, Gb/s of each, where that comes from) for a stack's planned nodes."""
     from components.addons.config import network_mode
     from components.config import gpu_lab_sections, load_lab
@@ -309,7 +308,7 @@ def stack_line_rate(stack: str, path: Optional[Path] = None) -> tuple[int, float
     return 1, lab.vsphere.networks.rdma.link_gbps, "vSphere workers, one PVRDMA NIC each"
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", type=Path, help="directory with the jobs' logs")
     parser.add_argument("--stack", default="lab",

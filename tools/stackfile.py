@@ -80,7 +80,7 @@ def read_stack_file(path: Path) -> dict[str, Any]:
                                                          f"allowed namespaces: {', '.join(NAMESPACES)}"))
             elif namespace not in NAMESPACES:
                 problems.append(Problem(f"config.{key}", unknown_key_message(namespace, NAMESPACES, "namespace")))
-    if problems:
+    if problems or not isinstance(config, dict):
         raise ConfigError(problems, source=name)
     return dict(config)
 

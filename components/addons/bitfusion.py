@@ -14,7 +14,7 @@ import binascii
 import io
 import posixpath
 import tarfile
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import yaml
@@ -24,7 +24,6 @@ from components.addons.config import AddonsLab
 from components.addons.jobs import SERVICE_ACCOUNT, acceptance_job, job_labels
 from components.addons.kube import Kube, metadata, role_of
 from components.addons.rdma import privileged_scc_binding
-
 from components.secrets import LabSecrets
 
 SECRET = "bitfusion-secret"
@@ -57,6 +56,14 @@ def bitfusion_wrap(command: list[str], gpus: int, fraction: float) -> list[str]:
     return ["bitfusion", "run", "-n", str(gpus), "-p", f"{fraction:g}", "--", *command]
 
 
+def _member_text(tar: tarfile.TarFile, member: tarfile.TarInfo) -> str:
+    """A regular file's text from the archive (extractfile gives None only for non-files, filtered out before)."""
+    stream = tar.extractfile(member)
+    if stream is None:
+        raise ValueError(f"the archive's {member.name} is not a regular file")
+    return stream.read().decode()
+
+
 def unpack_tokens(archive_b64: str) -> dict[str, str]:
     """The three client files out of the base64 tokens archive vCenter hands out."""
     try:
@@ -76,7 +83,7 @@ def _token_files(archive_b64: str) -> dict[str, str]:
             missing = [f for f in TOKEN_FILES if f not in files]
             if missing:
                 raise ValueError(f"the archive lacks {', '.join(missing)}")
-            return {f: tar.extractfile(files[f]).read().decode() for f in TOKEN_FILES}
+            return {f: _member_text(tar, files[f]) for f in TOKEN_FILES}
     except (binascii.Error, tarfile.TarError, UnicodeDecodeError) as err:
         raise ValueError(f"not a base64 tar archive ({err.__class__.__name__})") from None
 
@@ -99,7 +106,7 @@ def _client_mounts() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def _client_job(name: str, namespace: str, image: str, command: list[str],
-                limits: Optional[dict[str, int]] = None) -> dict[str, Any]:
+                limits: dict[str, int] | None = None) -> dict[str, Any]:
     mounts, volumes = _client_mounts()
     container: dict[str, Any] = {"name": name, "image": image, "command": command, "volumeMounts": mounts}
     if limits:
@@ -283,7 +290,7 @@ def webhook(openshift: bool) -> list[dict[str, Any]]:
 
 
 def deploy_bitfusion(kube: Kube, lab: AddonsLab, secrets: LabSecrets, workload_namespace: str,
-                     after: list[Optional[pulumi.Resource]]) -> list[str]:
+                     after: list[pulumi.Resource | None]) -> list[str]:
     """Platform pieces always; the guide's jobs when switched on. Returns the job names."""
     bf = lab.addons.bitfusion
     token = secrets.require("bitfusion_client_token", "Bitfusion clients authenticate with the tokens archive")
@@ -292,19 +299,20 @@ def deploy_bitfusion(kube: Kube, lab: AddonsLab, secrets: LabSecrets, workload_n
     plugin = [kube.register(role_of(m), m, [system_secret]) for m in device_plugin()]
     if kube.openshift:
         kube.register("bitfusion-device-plugin-privileged",
-                   privileged_scc_binding("bitfusion-device-plugin-privileged", "kube-system",
-                                          "bitfusion-device-plugin"))
+                      privileged_scc_binding("bitfusion-device-plugin-privileged", "kube-system",
+                                             "bitfusion-device-plugin"))
     ns = kube.namespace("bitfusion-namespace", WEBHOOK_NAMESPACE, privileged=False)
     for m in webhook(kube.openshift):
         kube.register(role_of(m), m, [ns, system_secret])
     names = []
     jobs = []
+    image = bf.client_image or ""  # check() requires it whenever Bitfusion is enabled
     if bf.health_check:
-        jobs.append(health_job(workload_namespace, bf.client_image))
+        jobs.append(health_job(workload_namespace, image))
     if bf.benchmark:
-        jobs.append(benchmark_job(workload_namespace, bf.client_image, bf.gpus, bf.fraction))
+        jobs.append(benchmark_job(workload_namespace, image, bf.gpus, bf.fraction))
     for m in jobs:
         kube.register(role_of(m), m, [job_secret, *plugin, *after],
-                   delete_before_replace=True, replace_on_changes=["spec"])
+                      delete_before_replace=True, replace_on_changes=["spec"])
         names.append(m["metadata"]["name"])
     return names

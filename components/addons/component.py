@@ -9,7 +9,6 @@ provider built from the kubeconfig (the OpenShift install's, or `gpu-lab:kubecon
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -31,7 +30,7 @@ class ClusterAddonsArgs:
     """The add-ons section (what to install) and the lab facts it reads (worker nodes, RDMA network)."""
     secrets: LabSecrets
     """registry_auth, nvidia_license_token, gridd_conf, bitfusion_client_token as needed."""
-    kubeconfig: Optional[pulumi.Input[str]]
+    kubeconfig: pulumi.Input[str] | None
     """Secret kubeconfig of the cluster; None is an error naming gpu-lab:kubeconfig."""
 
 
@@ -49,13 +48,14 @@ class ClusterAddons(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     """Namespace of the acceptance jobs and the RDMA network attachments."""
 
-    def __init__(self, name: str, args: ClusterAddonsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None):
         lab = args.lab
         addons = lab.addons
         if args.kubeconfig is None:
             raise MissingKubeconfigError(
                 "gpu-lab:kubeconfig is not set but add-ons are enabled and no OpenShift install in this stack "
-                "provides a kubeconfig; set it with: pulumi config set --secret gpu-lab:kubeconfig \"$(cat kubeconfig)\"")
+                "provides a kubeconfig; set it with: "
+                "pulumi config set --secret gpu-lab:kubeconfig \"$(cat kubeconfig)\"")
         super().__init__("gpu-lab:addons:ClusterAddons", name,
                          {"enabled": addons.enabled_map(), "versions": versions.summary()}, opts)
 

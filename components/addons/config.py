@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field
 
@@ -18,7 +18,6 @@ from components.addons import versions
 from components.facts import VsphereFacts
 from components.model import Cidr, HostName, IPv4, Model, Problem, Vlan, duplicates
 from labrules.kubernetes import GPU_RESOURCE
-
 
 MIN_NODES = 2
 """Two-node jobs (ib_write_bw, NCCL across workers) need two different workers."""
@@ -46,13 +45,13 @@ class Licensing(Model):
     """vGPU licensing: NLS (client configuration token) or the legacy licence server."""
 
     mode: Literal["nls", "legacy"] = "nls"
-    server_address: Optional[str] = Field(default=None, description="legacy licence server host (mode legacy)")
+    server_address: str | None = Field(default=None, description="legacy licence server host (mode legacy)")
     server_port: int = Field(default=7070, ge=1, le=65535, description="legacy licence server port")
 
 
 class GpuOperatorConfig(Model):
     enabled: bool = False
-    vgpu: Optional[VgpuDriver] = Field(
+    vgpu: VgpuDriver | None = Field(
         default=None, description="vGPU guest driver; omit on bare metal to use NVIDIA's data-center driver")
     licensing: Licensing = Licensing()
     gpudirect_rdma: bool = Field(default=False, description="GPUDirect RDMA (needs ConnectX, i.e. mode sriov)")
@@ -84,12 +83,12 @@ class SriovConfig(Model):
 
 class NetworkConfig(Model):
     enabled: bool = False
-    mode: Optional[Literal["pvrdma", "sriov"]] = Field(
+    mode: Literal["pvrdma", "sriov"] | None = Field(
         default=None, description="pvrdma on vSphere workers, sriov on bare metal (default: from the platform)")
     interface: str = Field(default="ens224", description="PVRDMA netdev inside the worker VMs")
-    ib_device: Optional[str] = Field(default=None, description="RDMA device for ib_write_bw (default vmw_pvrdma0 "
+    ib_device: str | None = Field(default=None, description="RDMA device for ib_write_bw (default vmw_pvrdma0 "
                                                                "with pvrdma, any device with sriov)")
-    pod_pool: Optional[Cidr] = Field(default=None, description="pod addresses on the RDMA network (pvrdma); "
+    pod_pool: Cidr | None = Field(default=None, description="pod addresses on the RDMA network (pvrdma); "
                                                                "default: the upper half of vsphere.networks.rdma.cidr")
     sriov: SriovConfig = SriovConfig()
 
@@ -105,7 +104,7 @@ class JobsConfig(Model):
     """Fabric acceptance jobs; each one is off unless switched on."""
 
     namespace: HostName = "gpu-lab-acceptance"
-    nodes: Optional[list[HostName]] = Field(
+    nodes: list[HostName] | None = Field(
         default=None, description="GPU worker node names (default: the vsphere section's worker VMs)")
     gpus_per_worker: int = Field(default=1, ge=1, le=16)
     nvidia_smi: bool = False
@@ -114,7 +113,7 @@ class JobsConfig(Model):
     nccl_tcp: bool = False
     horovod_rdma: bool = False
     horovod_tcp: bool = False
-    ib_write_bw_addresses: Optional[list[IPv4]] = Field(
+    ib_write_bw_addresses: list[IPv4] | None = Field(
         default=None, min_length=2, max_length=2,
         description="fixed RDMA addresses of the ib_write_bw server and client (default: last two of the pool)")
     horovod_batches: int = Field(default=100, ge=1, description="tf_cnn_benchmarks --num_batches")
@@ -132,7 +131,7 @@ class JobsConfig(Model):
 
 class BitfusionConfig(Model):
     enabled: bool = False
-    client_image: Optional[str] = Field(
+    client_image: str | None = Field(
         default=None, description="image with the Bitfusion client installed (the Bitfusion guide, step 3)")
     client_os: Literal["ubuntu18", "ubuntu20", "centos7", "centos8"] = "ubuntu20"
     gpus: int = Field(default=1, ge=1, description="`bitfusion run -n`")
@@ -173,13 +172,13 @@ class AddonsLab:
     """The add-ons section and the lab facts its rules and objects read."""
 
     addons: AddonsConfig
-    vsphere: Optional[VsphereFacts]
+    vsphere: VsphereFacts | None
     """The vSphere plan (worker VMs, RDMA network), None on bare metal."""
     openshift: bool
     """Whether this stack installs OpenShift: the cluster's platform, and where the kubeconfig comes from."""
 
 
-def nfd_source(lab: AddonsLab) -> Optional[str]:
+def nfd_source(lab: AddonsLab) -> str | None:
     """Which one release deploys Node Feature Discovery: "nfd" (the add-on), "gpuOperator" or
     "networkOperator" (their charts' own NFD subchart), or None when nothing needs it.
 
@@ -210,14 +209,14 @@ def worker_nodes(lab: AddonsLab) -> list[str]:
     return lab.vsphere.worker_names if lab.vsphere else []
 
 
-def rdma_cidr(lab: AddonsLab) -> Optional[ipaddress.IPv4Network]:
+def rdma_cidr(lab: AddonsLab) -> ipaddress.IPv4Network | None:
     """The subnet the ib_write_bw pair talks on: the RDMA network, or the first SR-IOV rail."""
     if network_mode(lab) == "pvrdma":
         return ipaddress.IPv4Network(lab.vsphere.rdma_cidr) if lab.vsphere else None
     return ipaddress.IPv4Network(lab.addons.network.sriov.rails[0].cidr)
 
 
-def pod_pool(lab: AddonsLab) -> Optional[ipaddress.IPv4Network]:
+def pod_pool(lab: AddonsLab) -> ipaddress.IPv4Network | None:
     """Pod addresses on the PVRDMA network."""
     if lab.addons.network.pod_pool:
         return ipaddress.IPv4Network(lab.addons.network.pod_pool)
@@ -322,7 +321,7 @@ def _pvrdma_problems(lab: AddonsLab, nodes: list[str]) -> list[Problem]:
                                                "bare-metal nodes use mode sriov")]
     net = rdma_cidr(lab)
     pool = pod_pool(lab)
-    if pool is None or not pool.subnet_of(net):
+    if pool is None or net is None or not pool.subnet_of(net):
         return [Problem("addons.network.podPool", f"{pool} is not inside the RDMA network {net}; give a subnet of it")]
     for address, owner in sorted(_lab_rdma_addresses(lab).items()):
         if ipaddress.IPv4Address(address) in pool:

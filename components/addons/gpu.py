@@ -9,14 +9,13 @@ the operator's own data-center driver is used.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 
 from components.addons import versions
 from components.addons.config import AddonsLab, Licensing, nfd_source
 from components.addons.kube import Kube, helm_release, metadata
-
 from components.secrets import LabSecrets
 
 NFD_NAMESPACE = "node-feature-discovery"
@@ -73,7 +72,7 @@ def registry_secret(registry_auth: pulumi.Input[str]) -> dict[str, Any]:
             "stringData": pulumi.Output.secret({".dockerconfigjson": registry_auth})}
 
 
-def licensing_secret(gridd_conf: pulumi.Input[str], token: Optional[pulumi.Input[str]]) -> dict[str, Any]:
+def licensing_secret(gridd_conf: pulumi.Input[str], token: pulumi.Input[str] | None) -> dict[str, Any]:
     data: dict[str, Any] = {"gridd.conf": gridd_conf}
     if token is not None:
         data["client_configuration_token.tok"] = token
@@ -88,7 +87,7 @@ def deploy_nfd(kube: Kube) -> pulumi.Resource:
 
 
 def deploy_gpu_operator(kube: Kube, lab: AddonsLab, secrets: LabSecrets,
-                        after: list[Optional[pulumi.Resource]]) -> pulumi.Resource:
+                        after: list[pulumi.Resource | None]) -> pulumi.Resource:
     gpu = lab.addons.gpu_operator
     ns = kube.namespace("gpu-operator-namespace", GPU_NAMESPACE)
     needed: list[pulumi.Resource] = [ns]

@@ -14,7 +14,7 @@ RDMA and TCP runs, and both use the RDMA link's interfaces, so the comparison is
 from __future__ import annotations
 
 import shlex
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 
@@ -23,7 +23,6 @@ from components.addons.kube import SKIP_AWAIT, Kube, metadata, role_of
 from components.addons.mpi import mpijob, mpirun
 from components.addons.rdma import RdmaPlan, on_nodes
 from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY
-
 
 LABEL = "gpu-lab.io/acceptance"
 SERVICE_ACCOUNT = "gpu-lab-acceptance"
@@ -62,7 +61,7 @@ def spread(job: str, nodes: list[str]) -> dict[str, Any]:
 
 
 def acceptance_job(name: str, namespace: str, pod: dict[str, Any], backoff: int = 2,
-                   deadline: Optional[int] = None) -> dict[str, Any]:
+                   deadline: int | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"backoffLimit": backoff, "template": pod}
     if deadline:
         spec["activeDeadlineSeconds"] = deadline
@@ -91,7 +90,7 @@ def nvidia_smi_job(node: str, namespace: str, image: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- ib_write_bw
 
 
-def ib_write_bw_command(device: Optional[str], server: Optional[str] = None) -> list[str]:
+def ib_write_bw_command(device: str | None, server: str | None = None) -> list[str]:
     """the DeepOps RoCE guide's invocation: rdma_cm connection, results in Gb/s; the client names the server."""
     cmd = ["ib_write_bw", "-R"]
     if device:
@@ -249,7 +248,7 @@ def acceptance_access(namespace: str, openshift: bool) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- assembly
 
 
-def acceptance_manifests(lab: AddonsLab, plan: Optional[RdmaPlan]) -> list[dict[str, Any]]:
+def acceptance_manifests(lab: AddonsLab, plan: RdmaPlan | None) -> list[dict[str, Any]]:
     """Every enabled job, in the order the config lists them."""
     jobs = lab.addons.jobs
     ns, images, gpus = jobs.namespace, jobs.images, jobs.gpus_per_worker
@@ -271,13 +270,13 @@ def acceptance_manifests(lab: AddonsLab, plan: Optional[RdmaPlan]) -> list[dict[
     return out
 
 
-def deploy_jobs(kube: Kube, lab: AddonsLab, plan: Optional[RdmaPlan],
-                after: list[Optional[pulumi.Resource]]) -> list[str]:
+def deploy_jobs(kube: Kube, lab: AddonsLab, plan: RdmaPlan | None,
+                after: list[pulumi.Resource | None]) -> list[str]:
     """Register the jobs; returns their names (for the report's log collection)."""
     names = []
     for m in acceptance_manifests(lab, plan):
         # Job templates are immutable and names are fixed: replace by deleting first.
         kube.register(role_of(m), m, after,
-                   delete_before_replace=True, replace_on_changes=["spec"])
+                      delete_before_replace=True, replace_on_changes=["spec"])
         names.append(m["metadata"]["name"])
     return names

@@ -11,7 +11,7 @@ import importlib.resources
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -41,16 +41,16 @@ class Kube:
     def child(self, role: str) -> str:
         return f"{self.name}-{role}"
 
-    def opts(self, depends_on: Sequence[Optional[pulumi.Resource]] = (), **kwargs: Any) -> pulumi.ResourceOptions:
+    def opts(self, depends_on: Sequence[pulumi.Resource | None] = (), **kwargs: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
             parent=self.parent, provider=self.provider,
             depends_on=[d for d in depends_on if d is not None], **kwargs,
         )
 
-    def namespace(self, role: str, name: str, privileged: bool = True) -> k8s.core.v1.Namespace:
+    def namespace(self, role: str, name: str, privileged: bool = True) -> pulumi.CustomResource:
         return self.register(role, namespace_manifest(name, privileged, self.openshift))
 
-    def register(self, role: str, manifest: Mapping[str, Any], depends_on: Sequence[Optional[pulumi.Resource]] = (),
+    def register(self, role: str, manifest: Mapping[str, Any], depends_on: Sequence[pulumi.Resource | None] = (),
               **kwargs: Any) -> pulumi.CustomResource:
         """Register one manifest under the typed class for its kind (CustomResource for CRDs)."""
         m = dict(manifest)
@@ -81,7 +81,8 @@ class FlatCustomResource(pulumi.CustomResource):
 
 
 def _plugin_version(package: str) -> str:
-    """The provider plugin a Pulumi package asks for: the version in its pulumi-plugin.json, which the language host reads."""
+    """The provider plugin a Pulumi package asks for: the version in its pulumi-plugin.json, which the language
+    host reads."""
     return json.loads(importlib.resources.files(package).joinpath("pulumi-plugin.json").read_text())["version"]
 
 
@@ -123,7 +124,7 @@ def namespace_manifest(name: str, privileged: bool, openshift: bool) -> dict[str
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
-def metadata(name: str, namespace: Optional[str] = None, **extra: Any) -> dict[str, Any]:
+def metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespace:
         meta["namespace"] = namespace
@@ -132,7 +133,7 @@ def metadata(name: str, namespace: Optional[str] = None, **extra: Any) -> dict[s
 
 
 def helm_release(kube: Kube, role: str, chart, namespace: str, values: Mapping[str, Any],
-                 depends_on: Sequence[Optional[pulumi.Resource]] = ()) -> k8s.helm.v3.Release:
+                 depends_on: Sequence[pulumi.Resource | None] = ()) -> k8s.helm.v3.Release:
     """A Helm release the provider installs; nothing is fetched by this program."""
     return k8s.helm.v3.Release(
         kube.child(role),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 
@@ -39,7 +39,6 @@ from components.addons.config import (
 )
 from components.addons.kube import Kube, helm_release, metadata, role_of
 
-
 NAMESPACE = "nvidia-network-operator"
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
 PVRDMA_NETWORK = "rdma-net"
@@ -56,7 +55,7 @@ class RdmaPlan:
     static_network: str
     static_prefix: int
     resources: tuple[tuple[str, int], ...]
-    ib_device: Optional[str]
+    ib_device: str | None
     mtu: int
 
     @property
@@ -74,7 +73,8 @@ class RdmaPlan:
 
 def rdma_plan(lab: AddonsLab) -> RdmaPlan:
     net = lab.addons.network
-    static_prefix = rdma_cidr(lab).prefixlen if rdma_cidr(lab) else 24
+    cidr = rdma_cidr(lab)
+    static_prefix = cidr.prefixlen if cidr else 24
     if network_mode(lab) == "pvrdma":
         mtu = lab.vsphere.rdma_mtu if lab.vsphere else 9000
         return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
@@ -256,6 +256,8 @@ def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) 
                                             "networks": [], "plugin": []}
     if plan.mode == "pvrdma":
         pool = pod_pool(lab)
+        if pool is None:  # check() reports a missing pool before anything is built
+            raise ValueError("addons.network.podPool: no pod address pool on the RDMA network")
         out["pools"].append(ip_pool("rdma-pool", pool, nodes, static))
         master = lab.addons.network.interface
         out["networks"] += [
@@ -285,7 +287,7 @@ def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) 
 
 
 def deploy_network(kube: Kube, lab: AddonsLab, workload_namespace: str,
-                   after: list[Optional[pulumi.Resource]]) -> list[pulumi.Resource]:
+                   after: list[pulumi.Resource | None]) -> list[pulumi.Resource]:
     """The network operator and the RDMA networks; returns what pods on them must wait for."""
     plan = rdma_plan(lab)
     ns = kube.namespace("network-operator-namespace", NAMESPACE)

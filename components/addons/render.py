@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import json
+
 from components.addons import versions
 from components.addons.config import AddonsLab, network_mode, worker_nodes
 from components.addons.gpu import render_gridd_conf
-
 
 REDACTED = "<redacted>"
 

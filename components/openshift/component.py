@@ -17,10 +17,10 @@ installer's master/worker ignition, plus static ip= kernel arguments.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 from pulumi_command import local, remote
@@ -44,7 +44,7 @@ from components.openshift.files import (
     staged_files,
     vm_extra_config,
 )
-from components.secrets import LabSecrets
+from components.secrets import LabSecrets, secret_output
 from labrules.openshift import API_PORT
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
@@ -58,19 +58,19 @@ class OpenShiftUpiArgs:
     """The resolved cluster: the openshift section with the vSphere VMs as nodes (openshift.config.plan)."""
     secrets: LabSecrets
     """pull_secret, ssh_public_key and helper_ssh_private_key are required (vcenter_password with platform vsphere)."""
-    install_dir: Optional[str] = None
+    install_dir: str | None = None
     """Overrides openshift.installDir; default build/<stack>/openshift-install."""
 
 
 class OpenShiftUpi(pulumi.ComponentResource):
     vm_extra_config: dict[str, pulumi.Input[dict[str, str]]]
     """VM name -> extra_config (ignition and network kernel arguments) for each vSphere node."""
-    kubeconfig: Optional[pulumi.Output[str]]
+    kubeconfig: pulumi.Output[str] | None
     """Secret: the installer's auth/kubeconfig, once the ignition step has run."""
     api_url: str
     install_dir: str
 
-    def __init__(self, name: str, args: OpenShiftUpiArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: OpenShiftUpiArgs, opts: pulumi.ResourceOptions | None = None):
         p = args.cluster
         oc = p.config
         super().__init__(TYPE, name, {
@@ -86,8 +86,10 @@ class OpenShiftUpi(pulumi.ComponentResource):
 
         secrets = args.secrets
         pull = secrets.require("pull_secret", "openshift is configured and install-config needs the pull secret")
-        ssh_key = secrets.require("ssh_public_key", "openshift is configured and install-config needs the core user's key")
-        helper_key = secrets.require("helper_ssh_private_key", "openshift deploys DNS, HAProxy and ignition to the helper node")
+        ssh_key = secrets.require("ssh_public_key",
+                                  "openshift is configured and install-config needs the core user's key")
+        helper_key = secrets.require("helper_ssh_private_key",
+                                     "openshift deploys DNS, HAProxy and ignition to the helper node")
         vcenter_password = (
             secrets.require("vcenter_password", "openshift platform vsphere puts it in install-config")
             if oc.platform == "vsphere" else None
@@ -96,7 +98,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
         self.install_dir = args.install_dir or oc.install_dir or f"build/{pulumi.get_stack()}/openshift-install"
         self.api_url = f"https://api.{p.domain}:{API_PORT}"
 
-        install_config = pulumi.Output.secret(pulumi.Output.all(pull, ssh_key, vcenter_password).apply(
+        install_config = secret_output(pulumi.Output.all(pull, ssh_key, vcenter_password).apply(
             lambda v: render_install_config(p, v[0], v[1], v[2])))
         ignition = local.Command(
             f"{name}-ignition",
@@ -109,7 +111,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, additional_secret_outputs=["stdout"], delete_before_replace=True),
         )
-        generated = pulumi.Output.secret(ignition.stdout).apply(parse_ignition_stdout)
+        generated = secret_output(ignition.stdout).apply(parse_ignition_stdout)
         self.kubeconfig = generated.apply(lambda f: f.get("kubeconfig", ""))
         self.vm_extra_config = self._vm_extra_config(p, generated)
 
@@ -134,8 +136,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 # Too big for guestinfo: a pointer to the full file on the helper's HTTP server.
                 extra[node.name] = vm_extra_config(render_pointer_ignition(p, node.role), kargs)
             else:
-                extra[node.name] = generated.apply(
-                    lambda f, key=node.ignition, k=kargs: vm_extra_config(f.get(key, ""), k))
+                extra[node.name] = generated.apply(functools.partial(_extra_config_of, node.ignition, kargs))
         return extra
 
     def _deploy_helper(self, name: str, p: ClusterPlan, private_key: pulumi.Output[str],
@@ -183,7 +184,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
         ign_copies = []
         ign_hashes = []
         for key, file in ignition_files(p).items():
-            text = generated.apply(lambda f, k=key: f.get(k, ""))
+            text = generated.apply(functools.partial(_file_of, key))
             ign_hashes.append(trigger_hash(text))
             ign_copies.append(remote.Command(
                 f"{name}-stage-{_slug(file)}",
@@ -256,3 +257,11 @@ def stage_from_stdin_script(path: str) -> str:
 def _slug(path: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")
 
+
+def _file_of(name: str, files: dict[str, str]) -> str:
+    """One generated file's text ("" until openshift-install has run)."""
+    return files.get(name, "")
+
+
+def _extra_config_of(ignition_name: str, kargs: str, files: dict[str, str]) -> dict[str, str]:
+    return vm_extra_config(_file_of(ignition_name, files), kargs)

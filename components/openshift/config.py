@@ -19,13 +19,13 @@ import ipaddress
 import json
 import struct
 from dataclasses import dataclass
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field
 
-from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, pattern_type
 from components.facts import VsphereFacts
+from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, matches
 from labrules.openshift import CONTROL_PLANE_NODES, LOAD_BALANCER_PORTS
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
@@ -55,10 +55,10 @@ DOMAIN_MAX = 253
 # The shortest IPv4 service network prefix (pkg/validate/validate.go, ServiceSubnetCIDR).
 SERVICE_PREFIX_MIN = 12
 
-Domain = pattern_type(
+Domain = Annotated[str, matches(
     r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
     "is not a DNS domain: lower-case labels of letters, digits and '-' joined by '.'",
-)
+)]
 
 
 def _check_location(value: str) -> str:
@@ -74,7 +74,8 @@ def _check_location(value: str) -> str:
 Location = Annotated[str, AfterValidator(_check_location)]
 """An http(s) URL, or a path relative to the helper node's HTTP server root."""
 
-BlockDevice = pattern_type(r"^/dev/[A-Za-z0-9/_.:-]+$", "is not a block device path like /dev/sda or /dev/nvme0n1")
+BlockDevice = Annotated[str, matches(r"^/dev/[A-Za-z0-9/_.:-]+$",
+                                     "is not a block device path like /dev/sda or /dev/nvme0n1")]
 
 
 class ClusterNetwork(Model):
@@ -86,7 +87,7 @@ class OpenShiftNetworks(Model):
     cluster_network: ClusterNetwork = ClusterNetwork()
     service_network: Cidr = "172.30.0.0/16"
     machine_network: list[Cidr] = Field(min_length=1, description="networks the node addresses are on")
-    gateway: Optional[IPv4] = Field(
+    gateway: IPv4 | None = Field(
         default=None, description="default route of the nodes (static kernel arguments and DHCP); none when omitted"
     )
 
@@ -95,9 +96,9 @@ class Node(Model):
     name: HostName
     role: NodeRole
     platform: Literal["vsphere", "baremetal"] = "baremetal"
-    address: Optional[IPv4] = Field(default=None, description="required for bare metal; VMs default to their planned one")
-    mac: Optional[MacAddress] = None
-    install_device: Optional[BlockDevice] = Field(default=None, description="overrides openshift.installDevice")
+    address: IPv4 | None = Field(default=None, description="required for bare metal; VMs default to their planned one")
+    mac: MacAddress | None = None
+    install_device: BlockDevice | None = Field(default=None, description="overrides openshift.installDevice")
 
 
 class HelperPaths(Model):
@@ -117,7 +118,7 @@ class HelperNode(Model):
     address: IPv4
     user: str = "root"
     port: int = Field(default=22, ge=1, le=65535)
-    load_balancer_address: Optional[IPv4] = Field(
+    load_balancer_address: IPv4 | None = Field(
         default=None, description="address HAProxy listens on and api/api-int/*.apps resolve to (default: address)"
     )
     http_port: int = Field(default=8080, ge=1, le=65535)
@@ -126,7 +127,8 @@ class HelperNode(Model):
 
 
 class Dhcp(Model):
-    enabled: bool = Field(default=False, description="dnsmasq hands out the nodes' addresses by MAC (reservations only)")
+    enabled: bool = Field(default=False,
+                          description="dnsmasq hands out the nodes' addresses by MAC (reservations only)")
     lease_time: str = Field(default="12h", pattern=r"^(\d+[smhd]?|infinite)$")
 
 
@@ -156,14 +158,14 @@ class OpenShiftConfig(Model):
     cluster_name: HostName
     base_domain: Domain
     platform: Literal["none", "vsphere"] = "none"
-    vcenter: Optional[Vcenter] = None
+    vcenter: Vcenter | None = None
     network_type: Literal["OVNKubernetes", "OpenShiftSDN"] = "OVNKubernetes"
     networks: OpenShiftNetworks
     nodes: list[Node] = Field(
         default_factory=list,
         description="bare-metal nodes, and vSphere VMs to add to (every VM of the vsphere section is a node)",
     )
-    ingress_nodes: Optional[list[HostName]] = Field(
+    ingress_nodes: list[HostName] | None = Field(
         default=None, description="nodes behind 80/443 (default: workers, or the control plane when there are none)"
     )
     helper: HelperNode
@@ -179,7 +181,7 @@ class OpenShiftConfig(Model):
     approve_csrs: bool = Field(default=True, description="approve pending CSRs of the configured nodes only")
     installer: str = Field(default="openshift-install", description="openshift-install binary (path or name on PATH)")
     oc: str = Field(default="oc", description="oc binary (path or name on PATH), for CSR approval")
-    install_dir: Optional[str] = Field(default=None, description="default build/<stack>/openshift-install")
+    install_dir: str | None = Field(default=None, description="default build/<stack>/openshift-install")
 
 
 # ---------------------------------------------------------------- resolved plan
@@ -192,14 +194,28 @@ class ClusterNode:
     name: str
     role: str
     platform: str
-    address: Optional[str]
-    mac: Optional[str]
-    rdma_address: Optional[str]
+    address: str | None
+    mac: str | None
+    rdma_address: str | None
     install_device: str
 
     @property
     def ignition(self) -> str:
         return IGNITION_NAME[self.role]
+
+    @property
+    def planned_address(self) -> str:
+        """The node's address; every node of a lab that passed check() has one."""
+        if self.address is None:
+            raise ValueError(f"node {self.name} has no address (check() reports this before anything is built)")
+        return self.address
+
+    @property
+    def planned_mac(self) -> str:
+        """The node's MAC; every node PXE or a VM NIC needs has one once check() passed."""
+        if self.mac is None:
+            raise ValueError(f"node {self.name} has no MAC (check() reports this before anything is built)")
+        return self.mac
 
 
 @dataclass(frozen=True)
@@ -209,10 +225,10 @@ class ClusterPlan:
     config: OpenShiftConfig
     nodes: tuple[ClusterNode, ...]
     """Nodes that exist now: the bootstrap node only while `bootstrap` is true."""
-    gateway: Optional[str]
-    rdma_cidr: Optional[str]
-    rdma_mtu: Optional[int]
-    vsphere: Optional[VsphereFacts] = None
+    gateway: str | None
+    rdma_cidr: str | None
+    rdma_mtu: int | None
+    vsphere: VsphereFacts | None = None
 
     @property
     def pxe_wanted(self) -> bool:
@@ -236,14 +252,14 @@ class ClusterPlan:
         return [n for n in self.nodes if n.role == role]
 
     @property
-    def configured_bootstrap_name(self) -> Optional[str]:
+    def configured_bootstrap_name(self) -> str | None:
         """The bootstrap node the config names, whether or not it exists now."""
         if self.vsphere is not None and self.vsphere.bootstrap_name is not None:
             return self.vsphere.bootstrap_name
         return next((n.name for n in self.config.nodes if n.role == "bootstrap"), None)
 
     @property
-    def bootstrap_node(self) -> Optional[ClusterNode]:
+    def bootstrap_node(self) -> ClusterNode | None:
         found = self.of_role("bootstrap")
         return found[0] if found else None
 
@@ -260,7 +276,7 @@ class ClusterPlan:
     def image_url(self, location: str) -> str:
         return location if urlsplit(location).scheme else f"{self.http_base}/{location}"
 
-    def machine_network_of(self, address: str) -> Optional[ipaddress.IPv4Network]:
+    def machine_network_of(self, address: str) -> ipaddress.IPv4Network | None:
         ip = ipaddress.IPv4Address(address)
         for cidr in self.config.networks.machine_network:
             net = ipaddress.IPv4Network(cidr)
@@ -269,7 +285,7 @@ class ClusterPlan:
         return None
 
 
-def plan(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> ClusterPlan:
+def plan(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> ClusterPlan:
     """The resolved cluster of a validated section and the vSphere plan (call after load_lab)."""
     return ClusterPlan(
         config=oc,
@@ -281,7 +297,7 @@ def plan(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> ClusterPlan:
     )
 
 
-def resolve_nodes(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[tuple[Optional[int], ClusterNode]]:
+def resolve_nodes(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> list[tuple[int | None, ClusterNode]]:
     """(index in openshift.nodes or None, node) for every node that exists now.
 
     Every VM that exists now is a node (the template is RHCOS); an openshift.nodes entry with
@@ -289,22 +305,22 @@ def resolve_nodes(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[
     The bootstrap node is left out once `bootstrap` is false. Addresses may be None here when
     the configuration is invalid; check() reports that, plan() runs only on valid labs.
     """
-    listed = {}
+    listed: dict[str, tuple[int, Node]] = {}
     for i, node in enumerate(oc.nodes):
         if node.platform == "vsphere":
             listed.setdefault(node.name, (i, node))
-    out: list[tuple[Optional[int], ClusterNode]] = []
+    out: list[tuple[int | None, ClusterNode]] = []
     for vm in (vsphere.vms if vsphere else ()):
-        index, node = listed.get(vm.name, (None, None))
-        address = str(node.address) if node is not None and node.address else vm.management_address
+        index, entry = listed.get(vm.name) or (None, None)
+        address = str(entry.address) if entry is not None and entry.address else vm.management_address
         out.append((index, ClusterNode(
             name=vm.name,
             role=vm.role,
             platform="vsphere",
             address=address,
-            mac=(node.mac if node is not None and node.mac else vm.mac),
+            mac=(entry.mac if entry is not None and entry.mac else vm.mac),
             rdma_address=vm.rdma_address,
-            install_device=(node.install_device if node is not None and node.install_device else oc.install_device),
+            install_device=(entry.install_device if entry is not None and entry.install_device else oc.install_device),
         )))
     for i, node in enumerate(oc.nodes):
         if node.platform != "baremetal" or (node.role == "bootstrap" and not oc.bootstrap):
@@ -324,7 +340,7 @@ def resolve_nodes(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[
 # ---------------------------------------------------------------- rules
 
 
-def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]:
+def check(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> list[Problem]:
     """The UPI rules: node counts, unique names/addresses/MACs, networks apart, vSphere nodes real."""
     p: list[Problem] = []
     resolved = resolve_nodes(oc, vsphere)
@@ -333,7 +349,8 @@ def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]
     control = roles.count("control-plane")
     if oc.single_node:
         if control != 1:
-            p.append(Problem("openshift.nodes", f"singleNode: true needs exactly 1 control-plane node, found {control}"))
+            p.append(Problem("openshift.nodes",
+                             f"singleNode: true needs exactly 1 control-plane node, found {control}"))
         if oc.bootstrap:
             p.append(Problem("openshift.bootstrap",
                              "singleNode: true bootstraps in place; set bootstrap: false (no bootstrap node is used)"))
@@ -352,7 +369,7 @@ def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]
 
     p += _vsphere_node_problems(oc, vsphere)
 
-    def where(index: Optional[int], node: ClusterNode, key: str) -> str:
+    def where(index: int | None, node: ClusterNode, key: str) -> str:
         return f"openshift.nodes[{index}].{key}" if index is not None else "openshift.nodes"
 
     # Clashes among VMs alone are the vsphere section's to report.
@@ -409,17 +426,17 @@ def check(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]
     if oc.platform == "vsphere":
         if oc.vcenter is None:
             p.append(Problem("openshift.vcenter", "platform: vsphere needs vcenter: {server, user}"))
-        for i, node in enumerate(oc.nodes):
-            if node.platform != "vsphere":
+        for i, listed_node in enumerate(oc.nodes):
+            if listed_node.platform != "vsphere":
                 p.append(Problem(f"openshift.nodes[{i}].platform",
-                                 f"node {node.name} is bare metal, which platform: vsphere does not support; "
+                                 f"node {listed_node.name} is bare metal, which platform: vsphere does not support; "
                                  "use platform: none for mixed clusters"))
     elif oc.vcenter is not None:
         p.append(Problem("openshift.vcenter", "only used with platform: vsphere; remove it or set platform: vsphere"))
     return p
 
 
-def _vsphere_node_problems(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts]) -> list[Problem]:
+def _vsphere_node_problems(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> list[Problem]:
     p: list[Problem] = []
     vsphere_nodes = [(i, n) for i, n in enumerate(oc.nodes) if n.platform == "vsphere"]
     if vsphere is None:
@@ -448,7 +465,7 @@ def _vsphere_node_problems(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts])
     return p
 
 
-def _network_problems(oc: OpenShiftConfig, vsphere: Optional[VsphereFacts], node_count: int) -> list[Problem]:
+def _network_problems(oc: OpenShiftConfig, vsphere: VsphereFacts | None, node_count: int) -> list[Problem]:
     nets = oc.networks
     base = "openshift.networks"
     cluster = ipaddress.IPv4Network(nets.cluster_network.cidr)
@@ -521,7 +538,7 @@ def _network_type_problems(oc: OpenShiftConfig) -> list[Problem]:
     return []
 
 
-def _helper_problems(oc: OpenShiftConfig, node_addresses: set[Optional[str]]) -> list[Problem]:
+def _helper_problems(oc: OpenShiftConfig, node_addresses: set[str | None]) -> list[Problem]:
     p: list[Problem] = []
     helper = oc.helper
     for key, addr in (("address", helper.address), ("loadBalancerAddress", helper.load_balancer_address)):
@@ -550,7 +567,7 @@ def pull_secret_problems(value: str, path: str = "gpu-lab:pullSecret") -> list[P
     quote the value: it is a secret, and openshift-install would print it whole."""
     try:
         doc = json.loads(value)
-    except ValueError as err:
+    except json.JSONDecodeError as err:
         return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give the pull secret file "
                               "from console.redhat.com as it is")]
     auths = doc.get("auths") if isinstance(doc, dict) else None
@@ -577,7 +594,7 @@ def ssh_key_problems(value: str, path: str = "gpu-lab:sshPublicKey") -> list[Pro
     return problems
 
 
-def _ssh_key_line_problem(line: str) -> Optional[str]:
+def _ssh_key_line_problem(line: str) -> str | None:
     words = line.split()
     # An options field may come first (authorized_keys format); the key type follows it.
     start = next((i for i, w in enumerate(words) if w in SSH_KEY_TYPES), None)

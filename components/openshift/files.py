@@ -10,7 +10,6 @@ import base64
 import hashlib
 import ipaddress
 import json
-from typing import Optional
 from urllib.parse import urlsplit
 
 import yaml
@@ -57,7 +56,7 @@ def compute_replicas(plan: ClusterPlan) -> int:
 
 
 def render_install_config(
-    plan: ClusterPlan, pull_secret: str, ssh_key: str, vcenter_password: Optional[str] = None
+    plan: ClusterPlan, pull_secret: str, ssh_key: str, vcenter_password: str | None = None
 ) -> str:
     """install-config.yaml for `openshift-install create ignition-configs` (UPI)."""
     oc = plan.config
@@ -89,6 +88,7 @@ def render_install_config(
 def _vsphere_platform(plan: ClusterPlan, password: str) -> dict:
     oc = plan.config
     vc = oc.vcenter
+    server = vc.server if vc else ""  # the rules require vcenter with platform vsphere
     # The rules guarantee a vsphere section when platform is vsphere; this function stays total.
     vs = plan.vsphere
     dc = vs.datacenter if vs else ""
@@ -101,8 +101,8 @@ def _vsphere_platform(plan: ClusterPlan, password: str) -> dict:
     if vs and vs.folder:
         topology["folder"] = f"/{dc}/vm/{vs.folder}"
     return {
-        "vcenters": [{"server": vc.server, "user": vc.user, "password": password, "datacenters": [dc]}],
-        "failureDomains": [{"name": "lab", "region": "lab", "zone": "lab", "server": vc.server, "topology": topology}],
+        "vcenters": [{"server": server, "user": vc.user if vc else "", "password": password, "datacenters": [dc]}],
+        "failureDomains": [{"name": "lab", "region": "lab", "zone": "lab", "server": server, "topology": topology}],
     }
 
 
@@ -152,7 +152,7 @@ def render_dnsmasq_conf(plan: ClusterPlan) -> str:
         "",
         "# reverse records: RHCOS takes its host name from them",
     ]
-    out += [f"ptr-record={_reverse(n.address)},{n.name}.{d}" for n in plan.nodes]
+    out += [f"ptr-record={_reverse(n.planned_address)},{n.name}.{d}" for n in plan.nodes]
     out += ["", "# etcd SRV records as in the guide (current releases ignore them)"]
     out += [
         f"srv-host=_etcd-server-ssl._tcp.{d},etcd-{i}.{d},2380,0,10"
@@ -371,7 +371,7 @@ def render_pointer_ignition(plan: ClusterPlan, role: str) -> str:
 def network_kargs(plan: ClusterPlan, node: ClusterNode) -> str:
     """Static dracut ip= arguments for a vSphere node (management, and RDMA when it has one)."""
     oc = plan.config
-    net = plan.machine_network_of(node.address)
+    net = plan.machine_network_of(node.planned_address)
     netmask = net.netmask if net else "255.255.255.0"
     gateway = plan.gateway or ""
     args = [f"ip={node.address}::{gateway}:{netmask}:{node.name}.{plan.domain}:{oc.interfaces.management}:none"]
@@ -426,7 +426,7 @@ def render_ignition_script(install_dir: str, installer: str, single_node: bool =
     })
 
 
-def parse_ignition_stdout(stdout: Optional[str]) -> dict[str, str]:
+def parse_ignition_stdout(stdout: str | None) -> dict[str, str]:
     """Decode the ignition script's stdout into {key: file text}; empty before it has run."""
     if not stdout:
         return {}
@@ -480,7 +480,7 @@ def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
     if plan.pxe_wanted:
         pxe = {"pxelinux.cfg/default": render_pxelinux_default(plan), "grub.cfg": render_grub_cfg(plan)}
         for node in pxe_nodes(plan):
-            pxe[f"pxelinux.cfg/{pxelinux_mac_name(node.mac)}"] = render_pxelinux_node(plan, node)
+            pxe[f"pxelinux.cfg/{pxelinux_mac_name(node.planned_mac)}"] = render_pxelinux_node(plan, node)
         steps["pxe"] = pxe
     return steps
 

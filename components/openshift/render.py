@@ -30,7 +30,7 @@ def render_files(p: ClusterPlan) -> dict[str, str]:
         "openshift/pxe/grub.cfg": render_grub_cfg(p),
     }
     for node in pxe_nodes(p):
-        files[f"openshift/pxe/pxelinux.cfg/{pxelinux_mac_name(node.mac)}"] = render_pxelinux_node(p, node)
+        files[f"openshift/pxe/pxelinux.cfg/{pxelinux_mac_name(node.planned_mac)}"] = render_pxelinux_node(p, node)
     for role in PXE_ROLES:
         files[f"openshift/ignition/{IGNITION_NAME[role]}.ign"] = render_pointer_ignition(p, role)
     return files

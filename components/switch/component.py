@@ -15,7 +15,7 @@ error attached to `<switch>-config`; on Cumulus the script itself names the swit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 from pulumi_command import remote
@@ -41,7 +41,7 @@ def intent_properties(sw: SwitchConfig, host: HostRoce) -> dict[str, Any]:
     """The component's registered inputs, as docs/resource-contract.md lists them for the policy pack."""
     # Host-role ports stay on the switch's default VLAN, untagged: vlan 0 as in the config's Vlan type.
     ports = [{"port": port, "role": "host", "vlan": 0} for port in sw.ports.hosts]
-    for rail, vlan in zip(sw.ports.rails, sw.rail_vlans()):
+    for rail, vlan in zip(sw.ports.rails, sw.rail_vlans(), strict=True):
         ports += [{"port": port, "role": "rail", "vlan": vlan} for port in rail.ports]
     roce = sw.roce
     return {
@@ -81,7 +81,7 @@ class SpectrumSwitch(pulumi.ComponentResource):
     """sha256 of the apply and revert scripts (the Command's trigger)."""
     command: remote.Command
 
-    def __init__(self, name: str, args: SpectrumSwitchArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: SpectrumSwitchArgs, opts: pulumi.ResourceOptions | None = None):
         sw = args.switch
         super().__init__(TYPE, name, intent_properties(sw, args.hosts), opts)
         digest = config_digest(sw)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from components.facts import HostRoce, VsphereFacts
-from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, pattern_type
+from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, matches
 from labrules.roce import (
     DEFAULT_ECN_MAX_KB,
     DEFAULT_ECN_MIN_KB,
@@ -47,22 +47,22 @@ PORT_PATTERNS = {
 }
 
 # Values end up unquoted on a switch CLI or in a shell line: keep them to safe characters.
-Token = pattern_type(
+Token = Annotated[str, matches(
     r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$",
     "must be 1-32 letters, digits, '.', '_' or '-', starting with a letter or digit",
-)
+)]
 
 
 class Rail(Model):
     """One rail of a multi-rail fabric: one VLAN, one subnet, the switch ports of its host NICs."""
 
-    vlan: Optional[int] = Field(
+    vlan: int | None = Field(
         default=None, ge=1, le=4094,
         description="access VLAN of the rail's ports; default 111 for the first rail, 112 for the second, ...",
     )
     subnet: Cidr = Field(description="the rail's IP subnet (one subnet per rail, one NIC per subnet on each host)")
     ports: list[str] = Field(min_length=1, description="switch ports facing the hosts' NICs on this rail")
-    host_interface: Optional[Token] = Field(
+    host_interface: Token | None = Field(
         default=None, description="bare-metal nodes' interface on this rail (e.g. enp5s0), for hosts-baremetal.sh"
     )
 
@@ -93,7 +93,8 @@ class RoceSettings(Model):
     trust: Literal["dscp", "pcp"] = Field(default="dscp", description="what the switch classifies RoCE by")
     mtu: int = Field(default=SWITCH_MAX_MTU, ge=1500, le=SWITCH_MAX_MTU, description="MTU of the RoCE ports")
     buffer_kb: int = Field(default=SN2700_BUFFER_KB, ge=1,
-                           description="shared packet buffer of the switch in KB (SN2700: 16 MB); ECN thresholds must fit")
+                           description="shared packet buffer of the switch in KB (SN2700: 16 MB); "
+                                       "ECN thresholds must fit")
 
 
 class SwitchConfig(Model):
@@ -104,10 +105,11 @@ class SwitchConfig(Model):
     management_address: IPv4 = Field(description="SSH address of the switch's management port")
     user: Token = Field(default="admin", description="SSH user (Onyx: admin; Cumulus: cumulus)")
     ssh_port: int = Field(default=22, ge=1, le=65535)
-    host_key: Optional[str] = Field(
+    host_key: str | None = Field(
         default=None, description="expected SSH host key ('ssh-ed25519 AAAA...'); unset means the key is not verified")
     connect_timeout_seconds: int = Field(default=10, ge=1, le=120,
-                                         description="per attempt; an unreachable switch fails after attempts x timeout")
+                                         description="per attempt; an unreachable switch fails after "
+                                                     "attempts x timeout")
     connect_attempts: int = Field(default=2, ge=1, le=10, description="SSH dial attempts before giving up")
     ports: SwitchPorts
     roce: RoceSettings = RoceSettings()
@@ -124,7 +126,7 @@ class SwitchConfig(Model):
 # ---------------------------------------------------------------- the hosts' side
 
 
-def host_side(vsphere: Optional[VsphereFacts], switch: SwitchConfig) -> HostRoce:
+def host_side(vsphere: VsphereFacts | None, switch: SwitchConfig) -> HostRoce:
     """The ESXi hosts' settings when the lab has vSphere; otherwise the bare-metal script's.
 
     hosts-baremetal.sh follows the switches' priority and trust, so only its MTU can disagree.
@@ -138,7 +140,7 @@ def host_side(vsphere: Optional[VsphereFacts], switch: SwitchConfig) -> HostRoce
 # ---------------------------------------------------------------- rules
 
 
-def check(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> list[Problem]:
+def check(switches: list[SwitchConfig], vsphere: VsphereFacts | None) -> list[Problem]:
     """Rules across the switches and between the switches and the hosts."""
     p: list[Problem] = []
     for i, sw in enumerate(switches):
@@ -147,7 +149,7 @@ def check(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> list
     return p
 
 
-def _switch_problems(sw: SwitchConfig, vsphere: Optional[VsphereFacts], at: str) -> list[Problem]:
+def _switch_problems(sw: SwitchConfig, vsphere: VsphereFacts | None, at: str) -> list[Problem]:
     p: list[Problem] = []
     roce = sw.roce
     r = f"{at}.roce"
@@ -218,7 +220,7 @@ def _switch_problems(sw: SwitchConfig, vsphere: Optional[VsphereFacts], at: str)
     return p
 
 
-def _fabric_problems(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> list[Problem]:
+def _fabric_problems(switches: list[SwitchConfig], vsphere: VsphereFacts | None) -> list[Problem]:
     p: list[Problem] = []
     for name in duplicates([s.name for s in switches]):
         p.append(Problem("switches", f"switch name {name!r} appears more than once; names must be unique"))

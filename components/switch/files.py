@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+
 from components.facts import HostRoce
 from components.roce.host import render_baremetal_script
 from components.switch.config import SwitchConfig
@@ -118,7 +119,7 @@ def onyx_steps(sw: SwitchConfig) -> list[Step]:
         if lossless:
             steps.append(Step((f"{eth} dcb priority-flow-control mode on force",),
                               (f"{eth} no dcb priority-flow-control mode force",)))
-    for rail, vlan in zip(sw.ports.rails, sw.rail_vlans()):
+    for rail, vlan in zip(sw.ports.rails, sw.rail_vlans(), strict=True):
         steps.append(Step((f"vlan {vlan}", "exit"), (f"no vlan {vlan}",)))
         for ports in onyx_port_ranges(rail.ports):
             eth = f"interface ethernet {ports}"
@@ -150,12 +151,14 @@ def cumulus_steps(sw: SwitchConfig) -> list[Step]:
              (f"nv unset {cc}",)),
     ]
     if lossless:
-        steps.append(Step((f"nv set {pfc} switch-priority {prio}", f"nv set {pfc} tx enable", f"nv set {pfc} rx enable"),
+        steps.append(Step((f"nv set {pfc} switch-priority {prio}", f"nv set {pfc} tx enable",
+                           f"nv set {pfc} rx enable"),
                           (f"nv unset {pfc} switch-priority {prio}", f"nv unset {pfc} tx", f"nv unset {pfc} rx")))
     ports = nvue_port_list(sw.roce_ports())
     if ports:
-        steps.append(Step((f"nv set interface {ports} link mtu {roce.mtu}",), (f"nv unset interface {ports} link mtu",)))
-    for rail, vlan in zip(sw.ports.rails, sw.rail_vlans()):
+        steps.append(Step((f"nv set interface {ports} link mtu {roce.mtu}",),
+                          (f"nv unset interface {ports} link mtu",)))
+    for rail, vlan in zip(sw.ports.rails, sw.rail_vlans(), strict=True):
         members = nvue_port_list(rail.ports)
         steps += [
             Step((f"nv set bridge domain {CUMULUS_BRIDGE} vlan {vlan}",),

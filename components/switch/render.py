@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from components.facts import VsphereFacts
 from components.switch.config import SwitchConfig, host_side
 from components.switch.files import render_apply, render_baremetal_hosts, render_revert
 
 
-def render_files(switches: list[SwitchConfig], vsphere: Optional[VsphereFacts]) -> dict[str, str]:
+def render_files(switches: list[SwitchConfig], vsphere: VsphereFacts | None) -> dict[str, str]:
     """Files for `make render`, relative to the output directory (no secrets in any of them)."""
     files: dict[str, str] = {}
     for sw in switches:

@@ -8,7 +8,7 @@ management host, identical worker hosts with a ConnectX RoCE uplink each, a
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from components.model import (
     Vlan,
     duplicates,
     expand_addresses,
-    pattern_type,
+    matches,
 )
 from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_MIN
 from labrules.vsphere import (
@@ -48,13 +48,13 @@ from labrules.vsphere import (
 
 # grid_<gpu>[-<mig slices>]-<framebuffer GB><series>, e.g. grid_v100-16c, grid_a100-3-20c,
 # nvidia_l40s-24c. Series: a (virtual apps), b (virtual PC), c (compute), q (workstation).
-VgpuProfile = pattern_type(
+VgpuProfile = Annotated[str, matches(
     r"^(grid|nvidia)_([a-z0-9]+)(-(\d+))?-(\d+)([abcq])$",
     "is not a vGPU profile: expected grid_<gpu>[-<slices>]-<framebuffer GB><series> "
     "with series a, b, c or q, e.g. grid_v100-16c (Virtual Compute Server profiles end in 'c')",
-)
+)]
 
-Vmnic = pattern_type(r"^vmnic\d+$", "is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")
+Vmnic = Annotated[str, matches(r"^vmnic\d+$", "is not an ESXi physical NIC name: expected vmnic<N>, e.g. vmnic4")]
 
 
 class Sizing(Model):
@@ -116,13 +116,13 @@ class VmGroup(Model):
 
     names: list[HostName] = Field(min_length=1)
     sizing: Sizing
-    management_addresses: Optional[AddressPlan] = Field(
+    management_addresses: AddressPlan | None = Field(
         default=None, description="DHCP-reserved management addresses, one per VM (omit for plain DHCP)"
     )
-    macs: Optional[list[MacAddress]] = Field(
+    macs: list[MacAddress] | None = Field(
         default=None, description="management NIC MACs, one per VM (for DHCP reservations)"
     )
-    cloud_init_user_data: Optional[str] = Field(
+    cloud_init_user_data: str | None = Field(
         default=None, description="cloud-init user-data for templates that use it (not with OpenShift)"
     )
 
@@ -135,8 +135,8 @@ class WorkerVms(VmGroup):
 class BootstrapVm(Model):
     name: HostName = "bootstrap"
     sizing: Sizing = Sizing(cpus=4, memory_gb=16, disk_gb=100)
-    management_address: Optional[IPv4] = None
-    mac: Optional[MacAddress] = None
+    management_address: IPv4 | None = None
+    mac: MacAddress | None = None
 
 
 class VsphereConfig(Model):
@@ -144,22 +144,22 @@ class VsphereConfig(Model):
     cluster: str = Field(description="compute cluster holding the worker hosts (DRS rules live here)")
     datastore: str
     template: str = Field(description="VM or template to clone every VM from")
-    management_datastore: Optional[str] = Field(
+    management_datastore: str | None = Field(
         default=None, description="datastore of the management host's VMs (default: datastore)")
-    folder: Optional[str] = Field(default=None, description="VM folder, relative to the datacenter")
+    folder: str | None = Field(default=None, description="VM folder, relative to the datacenter")
     domain: str = Field(default="lab.local", description="DNS domain given to cloned guests")
-    hardware_version: Optional[int] = Field(
+    hardware_version: int | None = Field(
         default=None, description="VM hardware version to upgrade the clones to (default: keep the template's); "
                                   f"PVRDMA needs {PVRDMA_MIN_HARDWARE_VERSION} or later")
     management_host: InventoryName = Field(
         description="the ESXi host of the control-plane and bootstrap VMs, as vCenter lists it")
     worker_hosts: list[WorkerHost] = Field(min_length=1)
     vmk_addresses: AddressPlan = Field(description="RDMA vmk addresses, one per worker host, in order")
-    networks: "Networks" = Field(default_factory=lambda: Networks())
+    networks: Networks = Field(default_factory=lambda: Networks())
     vds: DistributedSwitch = DistributedSwitch()
     control_plane: VmGroup
     workers: WorkerVms
-    bootstrap: Optional[BootstrapVm] = Field(
+    bootstrap: BootstrapVm | None = Field(
         default=None, description="OpenShift bootstrap VM (created only while openshift.bootstrap is true)"
     )
 
@@ -179,7 +179,7 @@ def planned_hosts(vs: VsphereConfig) -> list[PlannedHost]:
     addresses = expand_addresses(vs.vmk_addresses, len(vs.worker_hosts))
     return [
         PlannedHost(h.name, tuple(h.rdma_uplinks), str(a) if a else "")
-        for h, a in zip(vs.worker_hosts, addresses)
+        for h, a in zip(vs.worker_hosts, addresses, strict=True)
     ]
 
 
@@ -194,14 +194,14 @@ def planned_vms(vs: VsphereConfig, with_bootstrap: bool) -> list[PlannedVm]:
         )
     cp = vs.control_plane
     for name, addr, mac in zip(cp.names, expand_addresses(cp.management_addresses, len(cp.names)),
-                               _macs(cp.macs, len(cp.names))):
+                               _macs(cp.macs, len(cp.names)), strict=True):
         vms.append(PlannedVm(name, "control-plane", vs.management_host, cp.sizing.cpus, cp.sizing.memory_gb,
                              cp.sizing.disk_gb, _str(addr), mac, None, None))
     w = vs.workers
     n = len(w.names)
     for i, (name, addr, mac, rdma) in enumerate(
         zip(w.names, expand_addresses(w.management_addresses, n), _macs(w.macs, n),
-            expand_addresses(w.rdma_addresses, n))
+            expand_addresses(w.rdma_addresses, n), strict=True)
     ):
         host = vs.worker_hosts[i % len(vs.worker_hosts)].name
         vms.append(PlannedVm(name, "worker", host, w.sizing.cpus, w.sizing.memory_gb, w.sizing.disk_gb,
@@ -209,11 +209,11 @@ def planned_vms(vs: VsphereConfig, with_bootstrap: bool) -> list[PlannedVm]:
     return vms
 
 
-def _str(addr) -> Optional[str]:
+def _str(addr) -> str | None:
     return str(addr) if addr is not None else None
 
 
-def _macs(macs: Optional[list[str]], n: int) -> list[Optional[str]]:
+def _macs(macs: list[str] | None, n: int) -> list[str | None]:
     return list(macs or []) + [None] * (n - len(macs or []))
 
 
@@ -415,6 +415,6 @@ def _address_list_problems(path: str, plan: AddressPlan, count: int, net: ipaddr
             problems.append(Problem(where, f"{addr} ({what} {i + 1}) is not a usable host address of {net}"))
             if not isinstance(plan, list):
                 break
-    for addr in duplicates(addresses):
-        problems.append(Problem(path, f"{addr} is listed more than once; each {what} needs its own address"))
+    for repeated in duplicates(addresses):
+        problems.append(Problem(path, f"{repeated} is listed more than once; each {what} needs its own address"))
     return problems

@@ -30,7 +30,7 @@ from __future__ import annotations
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal
 
 import pulumi
 from pulumi.dynamic import (
@@ -79,7 +79,7 @@ def _one_line_errors_in_the_provider_server() -> None:
     server = sys.modules.get("__main__")
     # Only in the SDK's provider server, and only while it still works the way described above.
     if callable(getattr(server, "_abort_with_traceback", None)) and getattr(server, "traceback", None) is traceback:
-        server.traceback = _OneLineTraceback()
+        setattr(server, "traceback", _OneLineTraceback())  # noqa: B010  (a module attribute the SDK reads)
 
 
 _one_line_errors_in_the_provider_server()
@@ -90,21 +90,22 @@ class _Failures:
     network error into one VsphereOperationError line naming the target, the setting, the call and
     the reason (any other error is a bug and keeps its traceback)."""
 
-    def __init__(self, provider: "_SettingProvider", props: dict[str, Any], action: str) -> None:
+    def __init__(self, provider: _SettingProvider, props: dict[str, Any], action: str) -> None:
         self.provider, self.props, self.action = provider, props, action
         self.call = "SessionManager.Login"
 
     def __call__(self, call: str) -> None:
         self.call = call
 
-    def __enter__(self) -> "_Failures":
+    def __enter__(self) -> _Failures:
         return self
 
-    def __exit__(self, _type, error, _tb) -> bool:
+    def __exit__(self, _type, error, _tb) -> Literal[False]:
         if error is None or isinstance(error, VsphereOperationError) or not isinstance(error, Exception):
             return False
         from components.vsphere import hostops
 
+        reason: str | None
         if isinstance(error, SettingNotApplied):
             reason = f"not applied: {error}"
         else:
@@ -149,7 +150,7 @@ def _connection_props(conn: VcenterConnection) -> dict[str, Any]:
     }
 
 
-def _with_secret_outputs(opts: Optional[pulumi.ResourceOptions]) -> pulumi.ResourceOptions:
+def _with_secret_outputs(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS))
 
 
@@ -206,7 +207,7 @@ class _SettingProvider(ResourceProvider):
     def _same(self, live: Any, wanted: Any) -> bool:
         return live == wanted
 
-    def _check_value(self, value: Any) -> Optional[str]:
+    def _check_value(self, value: Any) -> str | None:
         """Why ``value`` is not acceptable, or None."""
         return None
 
@@ -223,7 +224,7 @@ class _SettingProvider(ResourceProvider):
             insecure=bool(props.get("insecure")),
         )
 
-    def _apply(self, target: Any, props: dict[str, Any], value: Any, step: "_Failures") -> None:
+    def _apply(self, target: Any, props: dict[str, Any], value: Any, step: _Failures) -> None:
         """Write ``value`` and read it back: a setting the host silently ignored is an error."""
         step(self.set_call)
         self._set(target, props, value)
@@ -232,7 +233,7 @@ class _SettingProvider(ResourceProvider):
         if not self._same(live, value):
             raise SettingNotApplied(f"wrote {value!r} but vSphere reports {live!r}")
 
-    def _find(self, si: Any, props: dict[str, Any], step: "_Failures", *, deleting: bool = False) -> Any:
+    def _find(self, si: Any, props: dict[str, Any], step: _Failures, *, deleting: bool = False) -> Any:
         step(self.find_call)
         return self._target(si, props, deleting=deleting)
 
@@ -361,7 +362,7 @@ class FirewallRulesetProvider(_HostSettingProvider):
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:firewall:{props['ruleset']}"
 
-    def _check_value(self, value: Any) -> Optional[str]:
+    def _check_value(self, value: Any) -> str | None:
         return None if isinstance(value, bool) else "enabled must be true or false"
 
     def _get(self, target: Any, props: dict[str, Any]) -> Any:
@@ -388,10 +389,12 @@ class GraphicsTypeProvider(_HostSettingProvider):
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:graphics"
 
-    def _check_value(self, value: Any) -> Optional[str]:
+    def _check_value(self, value: Any) -> str | None:
         # Not hostops.GRAPHICS_TYPES: that would load pyVmomi during preview.
         allowed = ("shared", "sharedDirect")
-        return None if value in allowed else f"graphicsType must be one of {', '.join(allowed)} (vGPU needs sharedDirect)"
+        if value in allowed:
+            return None
+        return f"graphicsType must be one of {', '.join(allowed)} (vGPU needs sharedDirect)"
 
     def _get(self, target: Any, props: dict[str, Any]) -> Any:
         from components.vsphere import hostops
@@ -417,7 +420,7 @@ class ModuleOptionsProvider(_HostSettingProvider):
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['hostName']}:module:{props['module']}"
 
-    def _check_value(self, value: Any) -> Optional[str]:
+    def _check_value(self, value: Any) -> str | None:
         return None if isinstance(value, str) else "options must be a string such as 'pfctx=0x08 pfcrx=0x08'"
 
     def _get(self, target: Any, props: dict[str, Any]) -> Any:
@@ -449,8 +452,10 @@ class VgpuProfileProvider(_SettingProvider):
     def _id(self, props: dict[str, Any]) -> str:
         return f"{props['vmId']}:vgpu"
 
-    def _check_value(self, value: Any) -> Optional[str]:
-        return None if isinstance(value, str) and value.strip() else "profile must name a vGPU profile, e.g. grid_v100-16c"
+    def _check_value(self, value: Any) -> str | None:
+        if isinstance(value, str) and value.strip():
+            return None
+        return "profile must name a vGPU profile, e.g. grid_v100-16c"
 
     def _target(self, si: Any, props: dict[str, Any], *, deleting: bool = False) -> Any:
         from components.vsphere import hostops
@@ -496,7 +501,7 @@ class HostAdvancedOption(Resource):
         host_name: pulumi.Input[str],
         key: pulumi.Input[str],
         value: pulumi.Input[str],
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
             "kind": _ADVANCED_OPTION.kind,
@@ -522,7 +527,7 @@ class HostFirewallRuleset(Resource):
         host_name: pulumi.Input[str],
         ruleset: pulumi.Input[str] = "pvrdma",
         enabled: pulumi.Input[bool] = True,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
             "kind": _FIREWALL_RULESET.kind,
@@ -550,7 +555,7 @@ class HostGraphicsType(Resource):
         conn: VcenterConnection,
         host_name: pulumi.Input[str],
         graphics_type: pulumi.Input[str] = "sharedDirect",
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
             "kind": _GRAPHICS_TYPE.kind,
@@ -579,8 +584,8 @@ class HostModuleOptions(Resource):
         conn: VcenterConnection,
         host_name: pulumi.Input[str],
         module: pulumi.Input[str] = "nmlx5_core",
-        options: Optional[pulumi.Input[str]] = None,
-        opts: Optional[pulumi.ResourceOptions] = None,
+        options: pulumi.Input[str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if options is None:  # no silent default: "" would wipe the module's options
             raise TypeError("HostModuleOptions needs options, e.g. 'pfctx=0x08 pfcrx=0x08 trust_state=2'")
@@ -613,7 +618,7 @@ class VmVgpuProfile(Resource):
         vm_id: pulumi.Input[str],
         vm_name: pulumi.Input[str],
         profile: pulumi.Input[str],
-        opts: Optional[pulumi.ResourceOptions] = None,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
             "kind": _VGPU_PROFILE.kind,

@@ -10,8 +10,8 @@ and the host graphics type is `sharedDirect` so vGPU profiles can be attached.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pulumi
 import pulumi_vsphere as vsphere

@@ -11,7 +11,7 @@ import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any
 
 from pyVim.connect import Disconnect, SmartConnect
 from pyVim.task import WaitForTask
@@ -29,14 +29,15 @@ class VsphereLookupError(LookupError):
     """A host, VM, option or ruleset named in the inputs does not exist."""
 
 
-def describe_failure(error: BaseException, server: Optional[str] = None, port: Any = 443) -> Optional[str]:
+def describe_failure(error: BaseException, server: str | None = None, port: Any = 443) -> str | None:
     """Why a vSphere step failed, in a few words a lab engineer can act on; None when ``error`` is not a
     vSphere, lookup or network failure (a bug, whose traceback is worth keeping)."""
     where = f"vCenter {server}:{int(port or 443)}" if server else "vCenter"
     if isinstance(error, VsphereLookupError):
         return f"object missing: {error}"
     if isinstance(error, vim.fault.NoPermission):
-        on = f" on {error.object._moId}" if getattr(error, "object", None) is not None else ""
+        target = getattr(error, "object", None)
+        on = f" on {getattr(target, '_moId', target)}" if target is not None else ""
         return f"permission denied: the vCenter user lacks privilege {error.privilegeId}{on}"
     if isinstance(error, vim.fault.InvalidLogin):
         return f"login failed: {where} rejected the user name or password"
@@ -46,12 +47,12 @@ def describe_failure(error: BaseException, server: Optional[str] = None, port: A
         obj = getattr(error.obj, "_moId", error.obj)
         return f"object missing: {obj} does not exist (any more) in {where}"
     if isinstance(error, vim.fault.NotFound):
-        return f"object missing: {error.msg or 'vSphere reports NotFound'}"
+        return f"object missing: {_fault_message(error) or 'vSphere reports NotFound'}"
     if isinstance(error, vim.fault.InvalidPowerState):
         return (f"wrong state: the VM is {error.existingState}, the call needs it {error.requestedState}"
-                if error.existingState else f"wrong power state: {error.msg}")
+                if error.existingState else f"wrong power state: {_fault_message(error)}")
     if isinstance(error, vim.fault.InvalidState):
-        return f"wrong state: {error.msg or type(error).__name__}"
+        return f"wrong state: {_fault_message(error) or type(error).__name__}"
     if isinstance(error, ssl.SSLCertVerificationError):
         return (f"TLS: the certificate of {where} is not trusted ({error.verify_message}); add its CA to the "
                 "system trust store or set vsphere:allowUnverifiedSsl for a lab vCenter")
@@ -62,8 +63,13 @@ def describe_failure(error: BaseException, server: Optional[str] = None, port: A
     if isinstance(error, OSError):
         return f"cannot reach {where}: {error.strerror or error}"
     if isinstance(error, vmodl.MethodFault):
-        return f"{type(error).__name__.rsplit('.', 1)[-1]}: {error.msg or 'no message from vSphere'}"
+        return f"{type(error).__name__.rsplit('.', 1)[-1]}: {_fault_message(error) or 'no message from vSphere'}"
     return None
+
+
+def _fault_message(error: BaseException) -> str:
+    """A vSphere fault's message (pyvmomi sets `msg` at run time, so its type stubs do not know it)."""
+    return getattr(error, "msg", None) or ""
 
 
 # ---------------------------------------------------------------- session and lookups
@@ -112,7 +118,7 @@ def find_host(si: Any, name: str) -> Any:
     raise VsphereLookupError(f"no ESXi host named {name!r} in the vCenter inventory (hosts there: {known})")
 
 
-def find_vm(si: Any, moid: str, expected_name: Optional[str] = None) -> Any:
+def find_vm(si: Any, moid: str, expected_name: str | None = None) -> Any:
     """The VirtualMachine with managed object id ``moid`` (pulumi-vsphere's ``moid`` output).
 
     ``expected_name`` guards against a stale id pointing at another VM: a vGPU on the
@@ -259,7 +265,7 @@ def get_vgpu_profile(vm: Any) -> str:
     return str(devices[0].backing.vgpu) if devices else ""
 
 
-def vgpu_device_change(vm: Any, profile: str) -> Optional[Any]:
+def vgpu_device_change(vm: Any, profile: str) -> Any | None:
     """The device change that gives ``vm`` exactly ``profile`` ("" = no vGPU); None if already so."""
     devices = vgpu_devices(vm)
     current = devices[0] if devices else None

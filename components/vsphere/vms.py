@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import base64
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import pulumi
 import pulumi_vsphere as vsphere
