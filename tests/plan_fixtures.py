@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import builders
+
 import labrules.openshift
 import labrules.vsphere
 from rules import network
-
 from tools.mockrun import Run, run_program
 from tools.plan import describe_assets, tidy_numbers
 from tools.stackfile import offline_secrets

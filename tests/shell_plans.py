@@ -19,8 +19,8 @@ from components.openshift.files import (
     render_pxe_install,
     render_wait_script,
 )
-from components.switch.config import SwitchConfig
 from components.roce.host import render_baremetal_script
+from components.switch.config import SwitchConfig
 from components.switch.files import render_apply, render_revert
 
 BLANK_DIR = "/var/tmp/gpu lab"

@@ -8,18 +8,18 @@ runs the whole program once it imports.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import copy
+import dataclasses
 import io
 import tarfile
-from typing import Any, Optional
+from typing import Any
 
+import builders
 import pulumi
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-import builders
 from components.config import load_lab
 from components.secrets import SECRET_KEYS, LabSecrets
 from tools.mockrun import PLACEHOLDER, LabMocks, RecordingMonitor, Run
@@ -32,7 +32,7 @@ ALL_JOBS = {"nvidiaSmi": True, "ibWriteBw": True, "ncclRdma": True, "ncclTcp": T
             "horovodRdma": True, "horovodTcp": True}
 
 
-def token_archive(files: Optional[dict[str, str]] = None) -> str:
+def token_archive(files: dict[str, str] | None = None) -> str:
     """A base64 tokens archive like the one vCenter's Bitfusion plug-in hands out."""
     files = files if files is not None else {"ca.crt": "-----BEGIN CERTIFICATE-----\nMIIB\n",
                                              "client.yaml": "id: client-1\n",
@@ -62,15 +62,15 @@ def full_addons(**overrides: Any) -> dict[str, Any]:
     return addons
 
 
-def default_secrets() -> dict[str, Optional[str]]:
-    values: dict[str, Optional[str]] = {attr: PLACEHOLDER for attr, _, _, is_object in SECRET_KEYS if not is_object}
+def default_secrets() -> dict[str, str | None]:
+    values: dict[str, str | None] = {attr: PLACEHOLDER for attr, _, _, is_object in SECRET_KEYS if not is_object}
     values["bitfusion_client_token"] = token_archive()
     values["gridd_conf"] = None
     return values
 
 
 def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool = False,
-               secrets: Optional[dict[str, Optional[str]]] = None, kubeconfig: Optional[str] = PLACEHOLDER) -> Run:
+               secrets: dict[str, str | None] | None = None, kubeconfig: str | None = PLACEHOLDER) -> Run:
     """ClusterAddons alone under mocks; returns what it registered."""
     from components.addons.component import ClusterAddons, ClusterAddonsArgs
 
@@ -118,7 +118,7 @@ def manifest(resource) -> dict[str, Any]:
     return fix(resource.plain())
 
 
-def kube_objects(run: Run, kind: Optional[str] = None) -> list:
+def kube_objects(run: Run, kind: str | None = None) -> list:
     """Recorded Kubernetes objects (not Helm releases, providers or components), optionally one kind."""
     found = [r for r in run.resources if r.type.startswith("kubernetes:") and r.custom
              and not r.type.startswith("kubernetes:helm.sh")]

@@ -5,10 +5,15 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from addons_harness import ALL_JOBS, LAB_ADDONS, VSPHERE, full_addons
+
 from components.addons.config import (
-    AddonsConfig, ib_write_bw_addresses, network_mode, pod_pool, required_secrets, worker_nodes,
+    AddonsConfig,
+    ib_write_bw_addresses,
+    network_mode,
+    pod_pool,
+    required_secrets,
+    worker_nodes,
 )
 from components.config import load_lab
 from components.model import ConfigError

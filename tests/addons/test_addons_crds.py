@@ -11,9 +11,9 @@ import json
 
 import jsonschema
 import pytest
-
 import upstream_schemas as upstream
 from addons_harness import ALL_JOBS, by_name, full_addons, kube_objects, manifest, run_addons
+
 from components.addons import versions
 
 COMPONENT = {"repository": versions.NETWORK_OPERATOR_REPOSITORY, "version": versions.NETWORK_OPERATOR_COMPONENTS}

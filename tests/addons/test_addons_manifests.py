@@ -8,8 +8,8 @@ import re
 
 import pytest
 import yaml
-
 from addons_harness import LAB_ADDONS, VSPHERE, full_addons, token_archive
+
 from components.addons import versions
 from components.addons.bitfusion import benchmark_command, bitfusion_wrap, client_config, sidecar_config, unpack_tokens
 from components.addons.config import Licensing

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import pytest
-
 from addons_harness import (
-    ALL_JOBS, PLACEHOLDER, by_name, default_secrets, kube_objects, manifest, run_addons,
+    ALL_JOBS,
+    PLACEHOLDER,
+    by_name,
+    default_secrets,
+    kube_objects,
+    manifest,
+    run_addons,
 )
+
 from components.addons import versions
 from components.addons.component import MissingKubeconfigError
 from components.secrets import MissingSecretError

@@ -74,7 +74,7 @@ def test_horovod_and_tf_cnn_benchmarks_throughput():
 
 
 def test_transport_from_the_file_name_when_nccl_is_quiet():
-    quiet = "\n".join(l for l in text(DEEPOPS / "nccl-allreduce-tcp.log").splitlines() if "NCCL INFO" not in l)
+    quiet = "\n".join(ln for ln in text(DEEPOPS / "nccl-allreduce-tcp.log").splitlines() if "NCCL INFO" not in ln)
     assert parse_nccl(quiet, "run-tcp.log").transport == "tcp"
     with pytest.raises(LogError, match="cannot tell an RDMA run from a TCP run"):
         parse_nccl(quiet, "run.log")
@@ -100,7 +100,7 @@ def test_one_nic_per_node_flags_an_impossible_share(tmp_path):
     # run can reach; that is an invalid measurement, not a pass.
     done = run_cli(str(DEEPOPS), *stack_args(tmp_path, "lab", "lab"))
     assert done.returncode == 2, done.stdout + done.stderr
-    row = next(l for l in done.stdout.splitlines() if "nccl-allreduce-rdma.log" in l)
+    row = next(ln for ln in done.stdout.splitlines() if "nccl-allreduce-rdma.log" in ln)
     assert "183.4 %" in row and row.rstrip().endswith("INVALID")
     assert "NCCL_ALGO=Ring" in done.stdout and "an invalid run, not a pass" in done.stderr
 
@@ -132,7 +132,7 @@ def test_below_threshold_exits_one(tmp_path):
     done = run_cli(str(logs), "--nics-per-node", "2")
     assert done.returncode == 1
     assert "86.05 Gb/s" in done.stdout and "86.0 %" in done.stdout
-    row = next(l for l in done.stdout.splitlines() if l.startswith("ib_write_bw"))
+    row = next(ln for ln in done.stdout.splitlines() if ln.startswith("ib_write_bw"))
     assert row.rstrip().endswith("FAIL")
     assert "1 measurement(s) below threshold" in done.stderr
 
@@ -146,13 +146,13 @@ def test_below_threshold_exits_one(tmp_path):
 def test_flags_move_the_bar(flags, failing):
     done = run_cli(str(DEEPOPS), *flags)
     assert done.returncode == 1, done.stdout
-    row = next(l for l in done.stdout.splitlines() if l.startswith(failing))
+    row = next(ln for ln in done.stdout.splitlines() if ln.startswith(failing))
     assert row.rstrip().endswith("FAIL")
 
 
 def test_tcp_run_is_never_judged_against_line_rate():
-    row = next(l for l in run_cli(str(DEEPOPS), "--nics-per-node", "2").stdout.splitlines()
-               if "nccl-allreduce-tcp.log" in l)
+    row = next(ln for ln in run_cli(str(DEEPOPS), "--nics-per-node", "2").stdout.splitlines()
+               if "nccl-allreduce-tcp.log" in ln)
     assert "41.6 %" in row and row.rstrip().endswith("info")
 
 
@@ -242,7 +242,7 @@ def test_make_report_runs_the_cli(tmp_path):
 
 
 def test_an_mpi_log_that_died_in_nccl_init_is_an_error(tmp_path):
-    head = "\n".join(l for l in text(DEEPOPS / "nccl-allreduce-rdma.log").splitlines() if "NCCL INFO" in l)
+    head = "\n".join(ln for ln in text(DEEPOPS / "nccl-allreduce-rdma.log").splitlines() if "NCCL INFO" in ln)
     (tmp_path / "nccl-allreduce-rdma.log").write_text(head + "\n")
     done = run_cli(str(tmp_path))
     assert done.returncode == 2 and "without benchmark output" in done.stderr

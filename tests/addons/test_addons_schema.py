@@ -10,7 +10,6 @@ import copy
 
 import kubernetes_validate
 import pytest
-
 from addons_harness import kube_objects, manifest
 
 KUBERNETES_VERSION = "1.33"  # OpenShift 4.20's Kubernetes

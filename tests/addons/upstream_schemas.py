@@ -19,10 +19,11 @@ from __future__ import annotations
 import copy
 import csv
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import jsonschema
 import yaml
@@ -55,7 +56,7 @@ class Source:
         return f"{self.repository}@{self.tag}:{self.path}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def manifest() -> tuple[Source, ...]:
     with open(schemas_dir() / "MANIFEST.tsv", newline="") as f:
         return tuple(Source(r["repository"], r["tag"], r["path"]) for r in csv.DictReader(f, delimiter="\t"))
@@ -74,7 +75,7 @@ class CrdVersion:
     schema: dict
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_versions() -> tuple[CrdVersion, ...]:
     found = []
     for source in manifest():
@@ -155,13 +156,13 @@ class Chart:
     """A chart's values.yaml and values.schema.json (either may be missing) and its subcharts."""
 
     name: str
-    values: Optional[dict]
-    schema: Optional[dict]
-    subcharts: dict[str, "Chart"]
+    values: dict | None
+    schema: dict | None
+    subcharts: dict[str, Chart]
     where: str
 
 
-def _load(source: Optional[Source]) -> Any:
+def _load(source: Source | None) -> Any:
     if source is None:
         return None
     text = source.file.read_text()
@@ -174,7 +175,7 @@ def chart(name: str, version: str) -> Chart:
     rows = [s for s in manifest() if s.tag in tags]
 
     def at(directory: str) -> Chart:
-        def file(basename: str) -> Optional[Source]:
+        def file(basename: str) -> Source | None:
             return next((s for s in rows if s.path == f"{directory}/{basename}"), None)
 
         sub_names = {s.path[len(directory) + len("/charts/"):].split("/")[0] for s in rows
@@ -198,7 +199,7 @@ def leaf_paths(values: Any, prefix: tuple = ()) -> Iterator[tuple]:
         yield prefix
 
 
-def _schema_knows(schema: Optional[dict], path: tuple) -> bool:
+def _schema_knows(schema: dict | None, path: tuple) -> bool:
     node = schema
     for key in path:
         if not isinstance(node, dict):

@@ -44,5 +44,5 @@ def test_engine_sim_passes():
     assert len(passed) == STEPS and not any(line.startswith("FAIL") for line in lines), out
     # The steps that matter, in order, each with a timing.
     for line, what in zip(passed, ["vcsim", "project", "preview --policy-pack", "up --policy-pack",
-                                   "password", "update", "destroy"]):
+                                   "password", "update", "destroy"], strict=True):
         assert line.startswith(f"PASS {what}") and re.search(r"\(\d+s\)$", line), line

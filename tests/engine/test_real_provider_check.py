@@ -17,8 +17,8 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 import builders
+import pytest
 from google.protobuf import struct_pb2
 
 from tools.mockrun import LabMocks, run_program

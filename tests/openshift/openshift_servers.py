@@ -12,9 +12,9 @@ import ssl
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable, Optional
 
 from procs import stop  # noqa: F401  (re-exported for the OpenShift tests)
 
@@ -27,7 +27,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout_s: float = 5.0, proc: Optional[subprocess.Popen] = None) -> None:
+def wait_for_port(port: int, timeout_s: float = 5.0, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -60,7 +60,7 @@ class TcpResponder:
         while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             with conn:
                 try:

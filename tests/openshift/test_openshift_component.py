@@ -6,16 +6,16 @@ from __future__ import annotations
 import base64
 import json
 
+import builders
 import pulumi
 import pytest
-import builders
 import yaml
 from openshift_helpers import script_values, sections
 
 from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
-from components.openshift.render import render_files
 from components.openshift.files import sha256
+from components.openshift.render import render_files
 from components.secrets import LabSecrets, MissingSecretError
 from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program
 
@@ -241,7 +241,7 @@ def test_guide_stack_deploys_pxe_and_runs_the_install_lifecycle(guide_run):
     assert not guide_run.of_type("vsphere:index/virtualMachine:VirtualMachine")
     assert {"openshift-pxe", "openshift-stage-pxelinux-cfg-default", "openshift-stage-grub-cfg"} <= names
     wait_bootstrap = guide_run.named("openshift-wait-bootstrap")
-    csr = guide_run.named("openshift-approve-csrs")
+    guide_run.named("openshift-approve-csrs")  # raises unless exactly one is registered
     wait_install = guide_run.named("openshift-wait-install")
     assert script_values(wait_bootstrap.plain()["create"])["WAIT_STAGE"] == "bootstrap-complete"
     assert script_values(wait_install.plain()["create"])["WAIT_STAGE"] == "install-complete"

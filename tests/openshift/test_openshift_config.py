@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builders
 import pytest
+
 from components.config import load_lab
 from components.model import ConfigError
 from components.openshift.config import pull_secret_problems, ssh_key_problems

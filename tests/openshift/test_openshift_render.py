@@ -16,7 +16,6 @@ import yaml
 from openshift_helpers import sections, tool
 
 from components.config import load_lab
-from components.openshift.render import render_files
 from components.openshift.files import (
     load_balancer_intent,
     network_kargs,
@@ -39,6 +38,7 @@ from components.openshift.files import (
     staged_files,
     vm_extra_config,
 )
+from components.openshift.render import render_files
 
 PULL = '{"auths":{"registry.example":{"auth":"c2VjcmV0"}}}'
 SSH = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample core@lab"

@@ -35,7 +35,6 @@ from openshift_servers import (
 )
 
 from components.config import load_lab
-from components.openshift.render import render_files
 from components.openshift.files import (
     API_PORT,
     HTTP_PORT,
@@ -46,6 +45,7 @@ from components.openshift.files import (
     render_haproxy_cfg,
     render_hosts,
 )
+from components.openshift.render import render_files
 
 
 def lab_of(stack: str, **openshift_changes):

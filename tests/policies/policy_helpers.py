@@ -12,19 +12,18 @@ import copy
 from pathlib import Path
 
 from google.protobuf import json_format
+from plan_fixtures import find, props  # noqa: F401  (the tests import them from here)
 from pulumi_policy import (
+    PolicyCustomTimeouts,
     PolicyResource,
     PolicyResourceOptions,
-    PolicyCustomTimeouts,
     ResourceValidationArgs,
     StackValidationArgs,
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from plan_fixtures import find, props  # noqa: F401  (the tests import them from here)
 from rules.props import decode
-
 from tools import policy_check
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,9 +1,9 @@
 """VM rules on the compliant lab and on one-property mutations of it."""
 
 import pytest
-
 from plan_fixtures import planned_vm
 from policy_helpers import find, props, violations
+
 from rules import compute
 
 

@@ -5,12 +5,11 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import plan_fixtures as F
+import pytest
 from policy_helpers import PACK, ROOT, policy_check
-from rules import ALL_POLICIES
 
+from rules import ALL_POLICIES
 from tools.mockrun import PLACEHOLDER
 
 M, A = "mandatory", "advisory"

@@ -2,8 +2,8 @@
 
 import builders
 import pytest
-
 from policy_helpers import props, violations
+
 from rules import openshift, switch
 
 

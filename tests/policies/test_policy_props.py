@@ -2,16 +2,15 @@
 
 import json
 
+import builders
+import plan_fixtures
 import pytest
 from google.protobuf import json_format
+from policy_helpers import policy_check
 from pulumi_policy import Secret
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-import builders
-import plan_fixtures
-from policy_helpers import policy_check
 from rules import props as P
-
 from tools import plan
 from tools.mockrun import PLACEHOLDER
 
@@ -173,6 +172,6 @@ def test_the_policy_fixture_is_what_make_plan_writes(tmp_path):
     fixture = plan_fixtures.lab()["resources"]
     assert [(r["type"], r["name"], r["urn"], r["parent"]) for r in planned] == [
         (r["type"], r["name"], r["urn"], r.get("parent")) for r in fixture]
-    for p, f in zip(planned, fixture):
+    for p, f in zip(planned, fixture, strict=True):
         assert p["secretInputs"] == f.get("secretPaths", []), p["name"]
         assert p["inputs"] == _redacted(f["properties"], f.get("secretPaths", [])), p["name"]

@@ -2,11 +2,11 @@
 
 import copy
 
+import plan_fixtures
 import pytest
+from policy_helpers import args_for, policy_check, stack_args, violations
 from pulumi_policy import StackValidationPolicy
 
-import plan_fixtures
-from policy_helpers import args_for, policy_check, stack_args, violations
 from rules import ALL_POLICIES
 
 RESOURCE_POLICIES = [p for p in ALL_POLICIES if not isinstance(p, StackValidationPolicy)]
@@ -55,11 +55,11 @@ def test_every_single_unknown_property_leaves_the_lab_compliant():
         (r,) = [x for x in parsed.resources if x.name == name]
         args = args_for(r)
         for policy in RESOURCE_POLICIES:
-            policy.validate(args, lambda msg, urn=None, p=policy.name: found.append((p, msg)))
+            policy.validate(args, lambda msg, urn=None, p=policy.name, f=found: f.append((p, msg)))
         if _matters_to_stack_rules(resource["type"]):
             sargs = stack_args(stack, parsed=parsed)
             for policy in STACK_POLICIES:
-                policy.validate(sargs, lambda msg, urn=None, p=policy.name: found.append((p, msg)))
+                policy.validate(sargs, lambda msg, urn=None, p=policy.name, f=found: f.append((p, msg)))
         if found:
             failures.append((name, path, found))
     assert failures == []

@@ -3,8 +3,8 @@
 import copy
 
 import pytest
-
 from policy_helpers import find, props, violations
+
 from rules import commands, kubernetes, secrets
 
 WORKER_PATH = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0]"

@@ -97,8 +97,8 @@ class OnyxSwitch:
             return
         if any(p.match(line) for p in _ONYX_GLOBAL_NO):
             target = _strip_force(line[3:])
-            if target.startswith("vlan ") and any(l.endswith(f" switchport access vlan {target[5:]}")
-                                                  for l in self.running):
+            if target.startswith("vlan ") and any(ln.endswith(f" switchport access vlan {target[5:]}")
+                                                  for ln in self.running):
                 raise ValueError(f"{line!r}: the VLAN still has access ports")
             self._remove(target)
             return
@@ -119,14 +119,14 @@ class OnyxSwitch:
                 raise ValueError(f"{line!r}: the VLAN does not exist yet")
             # A new value replaces the old one of the same setting (same words up to the value).
             key = setting.rsplit(" ", 1)[0]
-            self.running = {l for l in self.running if not l.startswith(prefix + key + " ")}
+            self.running = {ln for ln in self.running if not ln.startswith(prefix + key + " ")}
             if setting not in ONYX_DEFAULTS:
                 self.running.add(prefix + setting)
         else:
             raise ValueError(f"Onyx model does not know interface command {line!r}")
 
     def _remove(self, prefix: str) -> None:
-        self.running = {l for l in self.running if not (l == prefix or l.startswith(prefix + " "))}
+        self.running = {ln for ln in self.running if not (ln == prefix or ln.startswith(prefix + " "))}
 
 
 # --------------------------------------------------------------------------- Cumulus NVUE

@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 import json
 
+import builders
 import pulumi
 import pytest
-import builders
 from pulumi.runtime.settings import SETTINGS
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await

@@ -7,12 +7,12 @@ import subprocess
 
 import pytest
 from required_tools import require_tool
+from switch_sim import CumulusSwitch, OnyxSwitch, expand_nvue_interfaces, expand_onyx_ports, nvue_args
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
 from components.switch.files import config_digest, nvue_port_list, onyx_port_ranges, render_apply, render_revert
 from components.switch.render import render_files
-from switch_sim import CumulusSwitch, OnyxSwitch, expand_nvue_interfaces, expand_onyx_ports, nvue_args
 
 
 def switch(**over) -> SwitchConfig:
@@ -45,7 +45,7 @@ ALL = ONYX + CUMULUS
 
 
 def expected_vlans(sw: SwitchConfig) -> dict[str, int]:
-    return {port: vlan for rail, vlan in zip(sw.ports.rails, sw.rail_vlans()) for port in rail.ports}
+    return {port: vlan for rail, vlan in zip(sw.ports.rails, sw.rail_vlans(), strict=True) for port in rail.ports}
 
 
 # ---------------------------------------------------------------- Onyx: parse every line
@@ -127,7 +127,7 @@ def test_onyx_vlan_context_is_left_before_the_next_command():
 
 def parse_nvue(script: str) -> set[tuple[str, ...]]:
     """Every `nv set` path of a script, interface lists expanded; the script must end by applying."""
-    lines = [l for l in script.splitlines() if l.strip()]
+    lines = [ln for ln in script.splitlines() if ln.strip()]
     assert lines[-1] == "nv config apply -y"
     settings: set[tuple[str, ...]] = set()
     for line in lines[:-1]:
@@ -223,7 +223,7 @@ def test_cumulus_apply_then_revert_restores_the_applied_config(sw):
 @pytest.mark.parametrize("sw, dropped", [(ONYX_RAILS, "no qos trust"), (CUMULUS_RAILS, "link mtu")])
 def test_a_revert_missing_one_line_leaves_something_behind(sw, dropped):
     """The round trip above can fail: drop one revert line and a setting survives."""
-    revert = "\n".join(l for l in render_revert(sw).splitlines() if dropped not in l) + "\n"
+    revert = "\n".join(ln for ln in render_revert(sw).splitlines() if dropped not in ln) + "\n"
     if sw.os == "onyx":
         box = OnyxSwitch(running=set(ONYX_BASELINE))
         box.run(render_apply(sw))

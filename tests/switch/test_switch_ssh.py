@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from procs import stop
+from required_tools import require_tool
+from switch_sim import nvue_args
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
 from components.switch.files import render_apply, render_revert
-from switch_sim import nvue_args
-from procs import stop
-from required_tools import require_tool
 
 HERE = Path(__file__).resolve().parent
 SSH_HINT = "needs openssh-server and openssh-client: run scripts/install-switch-test-tools.sh"

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import builders
 import pytest
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 # The test lab as a user would write its stack file (tests/builders.py).

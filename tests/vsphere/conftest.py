@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from required_tools import find_tool, missing
-
 from procs import stop
+from required_tools import find_tool, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 

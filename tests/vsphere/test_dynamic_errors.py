@@ -12,14 +12,14 @@ import sys
 import grpc
 import pytest
 from google.protobuf import struct_pb2
+from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 from pyVmomi import vim, vmodl
+from test_dynamic_providers import ROOT, _clean_env
 
 from components.vsphere import dynamic as d
 from components.vsphere import hostops
-from procs import stop
-from test_dynamic_providers import ROOT, _clean_env
 
 URN = "urn:pulumi:lab::gpu-lab::pulumi-python:dynamic:Resource::{}"
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
@@ -26,7 +27,6 @@ from pyVmomi import vim
 
 from components.vsphere import dynamic as d
 from components.vsphere import hostops
-from procs import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"

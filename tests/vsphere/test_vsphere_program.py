@@ -1,8 +1,8 @@
 """The program under Pulumi mocks with the test lab (tests/builders.py): the vSphere half."""
 
 
-import pytest
 import builders
+import pytest
 
 from tools.mockrun import run_program
 
@@ -178,7 +178,7 @@ def test_missing_vcenter_password_is_named(lab_config):
 def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names():
     config = builders.lab_stack()
     names = ["esx24.lab.example.com", "172.16.31.25", "ESX03", "fd00:31::27"]
-    for host, name in zip(config["gpu-lab:vsphere"]["workerHosts"], names):
+    for host, name in zip(config["gpu-lab:vsphere"]["workerHosts"], names, strict=True):
         host["name"] = name
     config["gpu-lab:vsphere"]["managementHost"] = "esx21.lab.example.com"
     run = run_program(config)

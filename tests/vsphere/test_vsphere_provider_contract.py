@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import inspect
 
+import builders
 import pulumi_vsphere
 import pytest
-import builders
 
 from components.vsphere import vms as lab_vms
 from tools.mockrun import run_program
