@@ -20,6 +20,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,9 @@ def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="preview pairs, alternating which of the two runs first; medians are printed")
+    parser.add_argument("--only", choices=("alone", "pack"), help="run just one of the two previews")
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="the working tree to preview (default: this one)")
     args = parser.parse_args(argv)
@@ -104,13 +108,30 @@ def main(argv: list[str] | None = None) -> int:
         (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, args.workers), sort_keys=False))
         subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
         subprocess.run(["git", "add", "-A"], cwd=work, check=True)
-        alone, count, _ = _preview(work, policy=False, env=env)
-        with_pack, count_pack, _ = _preview(work, policy=True, env=env)
-    print(f"real preview, {args.workers} workers ({count} resources to create), vcsim with {HOSTS} hosts:")
-    print(f"  pulumi preview                          {alone:6.0f} s")
-    print(f"  pulumi preview --policy-pack policies   {with_pack:6.0f} s  ({count_pack} to create)")
-    print(f"  the pack adds {with_pack / alone - 1:.0%}")
+        kinds = ("alone", "pack") if args.only is None else (args.only,)
+        times: dict[str, list[float]] = {kind: [] for kind in kinds}
+        counts: dict[str, int] = {}
+        for round_ in range(args.rounds):
+            for kind in (kinds if round_ % 2 == 0 else kinds[::-1]):  # neither always runs first
+                seconds, counts[kind], _ = _preview(work, policy=kind == "pack", env=env)
+                times[kind].append(seconds)
+                print(f"  round {round_ + 1}: {kind:5} {seconds:4.0f} s", flush=True)
+    median = {kind: statistics.median(values) for kind, values in times.items()}
+    print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), vcsim with {HOSTS} hosts, "
+          f"median of {args.rounds} interleaved round(s):")
+    if "alone" in median:
+        print(f"  pulumi preview                          {median['alone']:6.0f} s  {_runs(times['alone'])}")
+    if "pack" in median:
+        print(f"  pulumi preview --policy-pack policies   {median['pack']:6.0f} s  {_runs(times['pack'])}")
+    if len(median) == 2:
+        ratios = [p / a for a, p in zip(times["alone"], times["pack"])]
+        print(f"  the pack adds {median['pack'] / median['alone'] - 1:.0%} (per round: "
+              f"{', '.join(f'{r - 1:.0%}' for r in ratios)})")
     return 0
+
+
+def _runs(values: list[float]) -> str:
+    return "(" + ", ".join(f"{v:.0f}" for v in values) + ")" if len(values) > 1 else ""
 
 
 if __name__ == "__main__":
