@@ -21,9 +21,7 @@ STARTED_CPU = time.process_time()
 STARTED = time.perf_counter()
 
 import argparse  # noqa: E402  (the clocks above start before any import)
-import copy  # noqa: E402
 import gc  # noqa: E402
-import ipaddress  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
@@ -32,33 +30,10 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-WORKERS_PER_HOST = 4
+from tools.bench_lab import scaled_lab  # noqa: E402  (bench_floor uses it too)
+
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("program", "floor", "plan")
-
-
-def scaled_lab(workers: int) -> dict:
-    from tools.mockrun import stack_config
-
-    config = copy.deepcopy(stack_config("lab"))
-    vs = config["gpu-lab:vsphere"]
-    hosts = max(1, -(-workers // WORKERS_PER_HOST))
-    vs["workerHosts"] = [{"name": f"esx{i + 1:03d}", "rdmaUplinks": ["vmnic4"]} for i in range(hosts)]
-    vs["networks"]["rdma"]["cidr"] = "192.168.0.0/16"
-    vs["networks"]["management"]["vmCidr"] = "172.16.0.0/16"
-    vs["networks"]["management"]["hostCidr"] = "172.17.0.0/16"
-    vs["vmkAddresses"] = {"first": "192.168.0.10"}
-    vs["workers"]["names"] = [f"gpuw{i + 1:04d}" for i in range(workers)]
-    vs["workers"]["rdmaAddresses"] = {"first": str(ipaddress.IPv4Address("192.168.16.1"))}
-    vs["workers"]["managementAddresses"] = {"first": "172.16.16.1"}
-    openshift = config.get("gpu-lab:openshift")
-    if openshift:
-        openshift["networks"]["machineNetwork"] = [vs["networks"]["management"]["vmCidr"]]
-        openshift["networks"]["clusterNetwork"] = {"cidr": "10.128.0.0/12", "hostPrefix": 23}
-    addons = config.get("gpu-lab:addons")
-    if addons and addons.get("network"):
-        addons["network"]["podPool"] = "192.168.128.0/18"  # room for every worker's pods
-    return config
 
 
 # ---------------------------------------------------------------- one measurement (child process)
