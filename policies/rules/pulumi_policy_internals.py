@@ -164,10 +164,11 @@ request_memo = _RequestMemo()
 
 
 class PoliciesByType(list):
-    """The pack's policy list; while an Analyze request runs, iterating it yields only the policies
-    that judge the request's resource type, in their order.
+    """The pack's policy list; while an Analyze request runs, iterating it yields only the resource
+    policies that judge the request's resource type, in their order (Analyze skips stack
+    policies anyway).
 
-    ``judges(policy, resource_type)`` is the rule modules' declaration. A policy without
+    ``judges(policy, resource_type)`` is the rule modules' declaration. A resource policy without
     validation (remediation only) is always seen: the SDK reports it as not applicable.
     Everything else that iterates the list (PolicyPack's checks, GetAnalyzerInfo, AnalyzeStack,
     Remediate) sees every policy.
@@ -181,9 +182,8 @@ class PoliciesByType(list):
     def for_type(self, resource_type: str) -> list:
         chosen = self._by_type.get(resource_type)
         if chosen is None:
-            chosen = [p for p in list.__iter__(self)
-                      if not (isinstance(p, ResourceValidationPolicy) and p.has_validation())
-                      or self._judges(p, resource_type)]
+            chosen = [p for p in list.__iter__(self) if isinstance(p, ResourceValidationPolicy)
+                      and (not p.has_validation() or self._judges(p, resource_type))]
             self._by_type[resource_type] = chosen
         return chosen
 
