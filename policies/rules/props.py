@@ -246,10 +246,19 @@ class Res:
 
 
 def stack_resources(args: Any) -> list[Res]:
-    """Every resource of a StackValidationArgs as ``Res`` (computed once per args; rules only read it)."""
+    """Every resource of a StackValidationArgs as ``Res``; rules only read it.
+
+    The SDK hands each stack policy its own copy of the same resources, so within an
+    AnalyzeStack request the list is built once, for the first policy, and shared.
+    """
     cached = getattr(args, "_gpu_lab_resources", None)
-    if cached is not None:
-        return cached
+    if cached is None:
+        cached = args._gpu_lab_resources = request_memo.shared("stack resources", len(args.resources),
+                                                                lambda: _stack_resources(args))
+    return cached
+
+
+def _stack_resources(args: Any) -> list[Res]:
     out = []
     for r in args.resources:
         deps = getattr(r, "property_dependencies", None) or {}
@@ -262,7 +271,6 @@ def stack_resources(args: Any) -> list[Res]:
             prop_deps={k: [d.urn for d in v] for k, v in deps.items()} if deps else None,
             dep_types={k: [d.resource_type for d in v] for k, v in deps.items()},
         ))
-    args._gpu_lab_resources = out
     return out
 
 

@@ -29,7 +29,8 @@ What the pack touches, and why there is no public way:
     runtime settings (``inspect.signature`` included) at every request; the environment of a
     plugin process never changes, so it runs once.
   - ``_get_resource_options``, ``_get_provider_resource``: built once per request message
-    instead of once per policy (read-only values: options and the provider's proxied inputs).
+    instead of once per policy, the provider once per distinct provider (read-only values:
+    options and the provider's proxied inputs).
   - ``_get_enforcement_level`` and the name-mangled ``_PolicyAnalyzerServicer__policies`` are
     read (not replaced) to decide the Remediate short cut exactly as the SDK's loop decides.
 
@@ -145,7 +146,7 @@ class _RequestMemo(threading.local):
     """
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[str, int], tuple[Any, Any]] | None = None
+        self.entries: dict[tuple[str, Any], tuple[Any, Any]] | None = None
         self.resource_type: str | None = None
 
     def get(self, step: str, source: Any, derive: Callable[[Any], Any]) -> Any:
@@ -155,6 +156,15 @@ class _RequestMemo(threading.local):
         if key not in self.entries:
             self.entries[key] = (source, derive(source))
         return self.entries[key][1]
+
+    def shared(self, step: str, key: Any, derive: Callable[[], Any]) -> Any:
+        """One value per (step, key) for the rest of the request (a hashable key, compared by value)."""
+        if self.entries is None:
+            return derive()
+        entry_key = (step, key)
+        if entry_key not in self.entries:
+            self.entries[entry_key] = (None, derive())  # type: ignore[index]
+        return self.entries[entry_key][1]
 
 
 request_memo = _RequestMemo()
@@ -268,6 +278,17 @@ def install() -> None:
         memoised.__wrapped__ = method  # type: ignore[attr-defined]
         return memoised
 
+    def per_provider(method):
+        # AnalyzeStack carries every resource's provider, nearly always the same few: one value per
+        # distinct provider message (compared by its bytes) within the request
+        def memoised(self, request):
+            if memo.entries is None or not request.HasField("provider"):
+                return method(self, request)
+            return memo.shared("provider", request.provider.SerializeToString(deterministic=True),
+                               lambda: method(self, request))
+        memoised.__wrapped__ = method  # type: ignore[attr-defined]
+        return memoised
+
     setattr(deserialize_properties, _MARK, True)
     sdk.deserialize_properties = deserialize_properties
     sdk.json_format = types.SimpleNamespace(MessageToDict=message_to_dict)
@@ -277,4 +298,4 @@ def install() -> None:
     servicer.Remediate = remediate_only_when_asked
     servicer._configure_runtime_settings = configure_once  # pylint: disable=protected-access
     servicer._get_resource_options = per_request(servicer._get_resource_options, "options")  # pylint: disable=protected-access
-    servicer._get_provider_resource = per_request(servicer._get_provider_resource, "provider")  # pylint: disable=protected-access
+    servicer._get_provider_resource = per_provider(servicer._get_provider_resource)  # pylint: disable=protected-access
