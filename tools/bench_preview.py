@@ -2,7 +2,7 @@
 with the real engine and provider plugins against vcsim on a loopback port, without and with
 `--policy-pack policies`.
 
-    python -m tools.bench_preview [--workers 512] [--tree DIR]
+    python -m tools.bench_preview [--workers 512] [--rounds N] [--kinds alone,empty,pack] [--tree DIR]
 
 The sim stack (Pulumi.sim.yaml: the lab mapped onto vcsim's inventory, vSphere section only) is
 widened to N workers on 128 worker hosts (vcsim started with that many hosts) and written as
@@ -10,7 +10,10 @@ Pulumi.simbench.yaml in a temporary copy of this tree; scripts/sim-preview.sh do
 (vcsim, file backend, placeholder secrets) and reports each preview's seconds. Addresses come
 from the benchmarking range 198.18.0.0/15 (RFC 2544); preview contacts none of them.
 
-Prints both previews, their resource count and the ratio. Exit 0 when both ran, 77 with
+Three previews, interleaved when repeated (``--rounds``): the stack alone, with a pack that
+judges nothing (the analyzer protocol's own cost: the plugin, its start, a Remediate and an
+Analyze round trip per resource, AnalyzeStack), and with policies/. Prints the medians, the
+resource count and what each pack adds. Exit 0 when every preview ran, 77 with
 "SKIP <reason>" when the sim stack, the engine or a provider plugin is missing, 1 on failure.
 """
 
@@ -62,13 +65,45 @@ def _copy_tree(source: Path, dest: Path) -> None:
         shutil.copy2(source / name, target, follow_symlinks=False)
 
 
-def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, float]:
+KINDS = ("alone", "empty", "pack")
+LABELS = {
+    "alone": "pulumi preview",
+    "empty": "pulumi preview --policy-pack (a pack that judges nothing)",
+    "pack": "pulumi preview --policy-pack policies",
+}
+
+# The protocol's floor: the same plugin, server and fast paths as policies/__main__.py, and one
+# rule that judges no resource type, so every request is answered without running a rule.
+EMPTY_PACK = """from pulumi_policy import EnforcementLevel, PolicyPack
+
+from rules.declare import ADVISORY, judges, resource_policy
+from rules.pulumi_policy_internals import PoliciesByType, install
+
+
+def check_nothing(args, report_violation) -> None:
+    \"\"\"Judges nothing: the pack's requests cost only the analyzer protocol.\"\"\"
+
+
+install()
+PolicyPack(name="gpu-lab", enforcement_level=EnforcementLevel.ADVISORY, policies=PoliciesByType(
+    [resource_policy("judges-nothing", ADVISORY, check_nothing, types=())], judges))
+"""
+
+
+def _preview(work: Path, kind: str, env: dict) -> tuple[float, int, float]:
     """Seconds of the `pulumi preview` step, resources to create, CPU seconds of the whole script."""
     command = ["bash", str(work / "scripts/sim-preview.sh"), "--stack", "simbench"]
-    if not policy:
+    if kind == "alone":
         command.append("--no-policy")
+    pack_main = work / "policies" / "__main__.py"
+    real_pack = pack_main.read_text()
+    if kind == "empty":
+        pack_main.write_text(EMPTY_PACK)
     cpu_before = _children_cpu()
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    try:
+        done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    finally:
+        pack_main.write_text(real_pack)
     cpu = _children_cpu() - cpu_before
     output = done.stdout + done.stderr
     if done.returncode == SKIP:
@@ -93,11 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=1,
-                        help="preview pairs, alternating which of the two runs first; medians are printed")
-    parser.add_argument("--only", choices=("alone", "pack"), help="run just one of the two previews")
+                        help="rounds of the previews, each round in a different order; medians are printed")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"which previews, comma-separated, of {', '.join(KINDS)}")
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="the working tree to preview (default: this one)")
     args = parser.parse_args(argv)
+    kinds = tuple(k for k in KINDS if k in args.kinds.split(","))
+    if not kinds or set(args.kinds.split(",")) - set(KINDS):
+        parser.error(f"--kinds takes a comma-separated list of {', '.join(KINDS)}")
     missing = [name for name in SIM_FILES if not (args.tree / name).is_file()]
     if missing:
         print(f"SKIP the sim stack is not in {args.tree}: no {', '.join(missing)}")
@@ -107,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("VENV", str(REPO / ".venv"))
     env.setdefault("VCSIM", str(REPO / ".cache" / "bin" / "vcsim"))
     env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
+    counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
         work = Path(tmp)
         _copy_tree(args.tree, work)
@@ -114,28 +155,24 @@ def main(argv: list[str] | None = None) -> int:
         (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, args.workers), sort_keys=False))
         subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
         subprocess.run(["git", "add", "-A"], cwd=work, check=True)
-        kinds = ("alone", "pack") if args.only is None else (args.only,)
-        times: dict[str, list[float]] = {kind: [] for kind in kinds}
-        cpus: dict[str, list[float]] = {kind: [] for kind in kinds}
-        counts: dict[str, int] = {}
         for round_ in range(args.rounds):
-            for kind in (kinds if round_ % 2 == 0 else kinds[::-1]):  # neither always runs first
-                seconds, counts[kind], cpu = _preview(work, policy=kind == "pack", env=env)
+            shift = round_ % len(kinds)  # no kind always runs first
+            for kind in kinds[shift:] + kinds[:shift]:
+                seconds, counts[kind], cpu = _preview(work, kind, env)
                 times[kind].append(seconds)
-                cpus[kind].append(cpu)
                 print(f"  round {round_ + 1}: {kind:5} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
                       f"stack set-up included: {cpu:.0f} s)", flush=True)
     median = {kind: statistics.median(values) for kind, values in times.items()}
     print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), vcsim with {HOSTS} hosts, "
           f"median of {args.rounds} interleaved round(s):")
+    for kind in kinds:
+        print(f"  {LABELS[kind]:58} {median[kind]:4.0f} s  {_runs(times[kind])}")
     if "alone" in median:
-        print(f"  pulumi preview                          {median['alone']:6.0f} s  {_runs(times['alone'])}")
-    if "pack" in median:
-        print(f"  pulumi preview --policy-pack policies   {median['pack']:6.0f} s  {_runs(times['pack'])}")
-    if len(median) == 2:
-        ratios = [p / a for a, p in zip(times["alone"], times["pack"])]
-        print(f"  the pack adds {median['pack'] / median['alone'] - 1:.0%} (per round: "
-              f"{', '.join(f'{r - 1:.0%}' for r in ratios)})")
+        for kind in ("empty", "pack"):
+            if kind in median:
+                per_round = ", ".join(f"{p / a - 1:.0%}" for a, p in zip(times["alone"], times[kind]))
+                print(f"  {'the empty pack' if kind == 'empty' else 'the pack'} adds "
+                      f"{median[kind] / median['alone'] - 1:.0%} (per round: {per_round})")
     return 0
 
 
