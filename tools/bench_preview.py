@@ -1,6 +1,6 @@
 """The real preview, timed: `pulumi preview` of a generated sim stack of N workers (default 512)
-with the real engine and provider plugins against vcsim on a loopback port, without and with
-`--policy-pack policies`.
+with the real engine and provider plugins against vcsim on a loopback port, alone, with a pack
+that judges nothing, and with `--policy-pack policies`.
 
     python -m tools.bench_preview [--workers 512] [--rounds N] [--kinds alone,empty,pack] [--tree DIR]
 
