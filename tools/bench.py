@@ -130,7 +130,7 @@ def run_bench(sizes: list[int], repeat: int, directory: Path) -> list[dict]:
         for size in sizes:
             kinds = KINDS[round_ % 3:] + KINDS[:round_ % 3]  # no kind always runs first
             for kind in kinds:
-                results.append(_child(["one", kind, str(size), str(manifests[size])]))
+                results.append({**_child(["one", kind, str(size), str(manifests[size])]), "round": round_})
     return results
 
 
@@ -153,6 +153,10 @@ def summarize(results: list[dict], sizes: list[int]) -> list[dict]:
             }
         row["ratio"] = row["program"]["cpu"] / row["floor"]["cpu"]
         row["planRatio"] = row["plan"]["cpu"] / row["program"]["cpu"]
+        # the same ratio within each round (neighbours in time, so less moved by other jobs)
+        by_round = {(r.get("round"), r["kind"]): r["cpu"] for r in results if r["workers"] == size}
+        row["planRatios"] = [by_round[(n, "plan")] / by_round[(n, "program")] for n in sorted({k[0] for k in by_round})
+                             if (n, "plan") in by_round and (n, "program") in by_round]
         row["msPerResource"] = 1000 * row["program"]["cpu"] / row["program"]["resources"]
         rows.append(row)
     return rows
@@ -168,6 +172,10 @@ def print_table(rows: list[dict], repeat: int) -> None:
               f"{f['cpu']:>7.2f} ({f['wall']:>5.2f}) {row['ratio']:>6.2f} {row['msPerResource']:>7.2f} "
               f"{p['gcShare']:>8.0%} {p['peakRssMb']:>6.0f}/{f['peakRssMb']:<6.0f} "
               f"{pl['cpu']:>7.2f} ({pl['wall']:>5.2f}) {row['planRatio']:>12.2f}")
+    for row in rows:
+        if row["planRatios"]:
+            print(f"make plan / program at {row['workers']} workers, round by round: "
+                  f"{', '.join(f'{r:.2f}' for r in row['planRatios'])} (median {statistics.median(row['planRatios']):.2f})")
     if len(rows) >= 2:
         first, last = rows[-2], rows[-1]
         print(f"per-resource time {last['workers']} vs {first['workers']} workers: "
