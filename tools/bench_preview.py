@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("VCSIM", str(REPO / ".cache" / "bin" / "vcsim"))
     env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
     times: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpus: dict[str, list[float]] = {kind: [] for kind in kinds}
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
         work = Path(tmp)
@@ -160,20 +161,26 @@ def main(argv: list[str] | None = None) -> int:
             for kind in kinds[shift:] + kinds[:shift]:
                 seconds, counts[kind], cpu = _preview(work, kind, env)
                 times[kind].append(seconds)
+                cpus[kind].append(cpu)
                 print(f"  round {round_ + 1}: {kind:5} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
                       f"stack set-up included: {cpu:.0f} s)", flush=True)
-    median = {kind: statistics.median(values) for kind, values in times.items()}
     print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), vcsim with {HOSTS} hosts, "
-          f"median of {args.rounds} interleaved round(s):")
+          f"median of {args.rounds} interleaved round(s); seconds of the preview, then CPU seconds of every process "
+          "of the run (vcsim and stack set-up included):")
     for kind in kinds:
-        print(f"  {LABELS[kind]:58} {median[kind]:4.0f} s  {_runs(times[kind])}")
-    if "alone" in median:
+        print(f"  {LABELS[kind]:58} {statistics.median(times[kind]):4.0f} s {_runs(times[kind]):14} "
+              f"CPU {statistics.median(cpus[kind]):4.0f} s {_runs(cpus[kind])}")
+    if "alone" in kinds:
         for kind in ("empty", "pack"):
-            if kind in median:
-                per_round = ", ".join(f"{p / a - 1:.0%}" for a, p in zip(times["alone"], times[kind]))
+            if kind in kinds:
                 print(f"  {'the empty pack' if kind == 'empty' else 'the pack'} adds "
-                      f"{median[kind] / median['alone'] - 1:.0%} (per round: {per_round})")
+                      f"{_adds(times['alone'], times[kind])} to the preview, {_adds(cpus['alone'], cpus[kind])} to the CPU")
     return 0
+
+
+def _adds(base: list[float], other: list[float]) -> str:
+    per_round = ", ".join(f"{o / b - 1:.0%}" for b, o in zip(base, other))
+    return f"{statistics.median(other) / statistics.median(base) - 1:.0%} (per round: {per_round})"
 
 
 def _runs(values: list[float]) -> str:
