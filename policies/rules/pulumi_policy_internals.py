@@ -34,8 +34,12 @@ What the pack touches, and why there is no public way:
   - ``_get_enforcement_level`` and the name-mangled ``_PolicyAnalyzerServicer__policies`` are
     read (not replaced) to decide the Remediate short cut exactly as the SDK's loop decides.
 
-Nothing downstream mutates the shared values: the SDK wraps properties in read-only proxies, and
-the rules read plain copies (``props.plain``) shared the same way.
+Also read: ``pulumi_policy.policy.proto.RemediateResponse`` (the empty answer) and
+``pulumi_policy.deserialize.SPECIAL_SIG_KEY`` / ``SPECIAL_SECRET_SIG`` (checked equal to the
+engine's signatures below).
+
+Nothing downstream mutates the shared values: the rules only read them, through plain copies
+(``props.plain``) shared the same way.
 """
 
 from __future__ import annotations
