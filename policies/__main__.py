@@ -8,13 +8,14 @@ Building the PolicyPack starts its gRPC server and never returns.
 from pulumi_policy import EnforcementLevel, PolicyPack
 
 from rules import ALL_POLICIES
-from rules.props import keep_secret_markers
+from rules.declare import judges
+from rules.pulumi_policy_internals import PoliciesByType, install
 
-keep_secret_markers()
+install()  # secrets kept as Secret, per-request memo, per-type dispatch (see that module)
 
 PolicyPack(
     name="gpu-lab",
     description="RoCE / PVRDMA / vGPU / OpenShift guard rails for the gpu-lab program",
     enforcement_level=EnforcementLevel.ADVISORY,
-    policies=ALL_POLICIES,
+    policies=PoliciesByType(ALL_POLICIES, judges),
 )

@@ -21,9 +21,7 @@ STARTED_CPU = time.process_time()
 STARTED = time.perf_counter()
 
 import argparse  # noqa: E402  (the clocks above start before any import)
-import copy  # noqa: E402
 import gc  # noqa: E402
-import ipaddress  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
@@ -32,33 +30,10 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-WORKERS_PER_HOST = 4
+from tools.bench_lab import scaled_lab  # noqa: E402  (bench_floor uses it too)
+
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("program", "floor", "plan")
-
-
-def scaled_lab(workers: int) -> dict:
-    from tools.mockrun import stack_config
-
-    config = copy.deepcopy(stack_config("lab"))
-    vs = config["gpu-lab:vsphere"]
-    hosts = max(1, -(-workers // WORKERS_PER_HOST))
-    vs["workerHosts"] = [{"name": f"esx{i + 1:03d}", "rdmaUplinks": ["vmnic4"]} for i in range(hosts)]
-    vs["networks"]["rdma"]["cidr"] = "192.168.0.0/16"
-    vs["networks"]["management"]["vmCidr"] = "172.16.0.0/16"
-    vs["networks"]["management"]["hostCidr"] = "172.17.0.0/16"
-    vs["vmkAddresses"] = {"first": "192.168.0.10"}
-    vs["workers"]["names"] = [f"gpuw{i + 1:04d}" for i in range(workers)]
-    vs["workers"]["rdmaAddresses"] = {"first": str(ipaddress.IPv4Address("192.168.16.1"))}
-    vs["workers"]["managementAddresses"] = {"first": "172.16.16.1"}
-    openshift = config.get("gpu-lab:openshift")
-    if openshift:
-        openshift["networks"]["machineNetwork"] = [vs["networks"]["management"]["vmCidr"]]
-        openshift["networks"]["clusterNetwork"] = {"cidr": "10.128.0.0/12", "hostPrefix": 23}
-    addons = config.get("gpu-lab:addons")
-    if addons and addons.get("network"):
-        addons["network"]["podPool"] = "192.168.128.0/18"  # room for every worker's pods
-    return config
 
 
 # ---------------------------------------------------------------- one measurement (child process)
@@ -155,7 +130,7 @@ def run_bench(sizes: list[int], repeat: int, directory: Path) -> list[dict]:
         for size in sizes:
             kinds = KINDS[round_ % 3:] + KINDS[:round_ % 3]  # no kind always runs first
             for kind in kinds:
-                results.append(_child(["one", kind, str(size), str(manifests[size])]))
+                results.append({**_child(["one", kind, str(size), str(manifests[size])]), "round": round_})
     return results
 
 
@@ -178,6 +153,10 @@ def summarize(results: list[dict], sizes: list[int]) -> list[dict]:
             }
         row["ratio"] = row["program"]["cpu"] / row["floor"]["cpu"]
         row["planRatio"] = row["plan"]["cpu"] / row["program"]["cpu"]
+        # the same ratio within each round (neighbours in time, so less moved by other jobs)
+        by_round = {(r.get("round"), r["kind"]): r["cpu"] for r in results if r["workers"] == size}
+        row["planRatios"] = [by_round[(n, "plan")] / by_round[(n, "program")] for n in sorted({k[0] for k in by_round})
+                             if (n, "plan") in by_round and (n, "program") in by_round]
         row["msPerResource"] = 1000 * row["program"]["cpu"] / row["program"]["resources"]
         rows.append(row)
     return rows
@@ -193,6 +172,10 @@ def print_table(rows: list[dict], repeat: int) -> None:
               f"{f['cpu']:>7.2f} ({f['wall']:>5.2f}) {row['ratio']:>6.2f} {row['msPerResource']:>7.2f} "
               f"{p['gcShare']:>8.0%} {p['peakRssMb']:>6.0f}/{f['peakRssMb']:<6.0f} "
               f"{pl['cpu']:>7.2f} ({pl['wall']:>5.2f}) {row['planRatio']:>12.2f}")
+    for row in rows:
+        if row["planRatios"]:
+            print(f"make plan / program at {row['workers']} workers, round by round: "
+                  f"{', '.join(f'{r:.2f}' for r in row['planRatios'])} (median {statistics.median(row['planRatios']):.2f})")
     if len(rows) >= 2:
         first, last = rows[-2], rows[-1]
         print(f"per-resource time {last['workers']} vs {first['workers']} workers: "

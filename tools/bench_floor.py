@@ -64,7 +64,7 @@ def record(workers: int, manifest: Path) -> dict:
     from pulumi.resource import Resource
 
     from tools import mockrun
-    from tools.bench import scaled_lab
+    from tools.bench_lab import scaled_lab
 
     prop_counts: dict[tuple[str, str], int] = {}
     original_resource_init = Resource.__init__

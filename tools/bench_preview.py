@@ -1,8 +1,8 @@
 """The real preview, timed: `pulumi preview` of a generated sim stack of N workers (default 512)
-with the real engine and provider plugins against vcsim on a loopback port, without and with
-`--policy-pack policies`.
+with the real engine and provider plugins against vcsim on a loopback port, alone, with a pack
+that judges nothing, and with `--policy-pack policies`.
 
-    python -m tools.bench_preview [--workers 512] [--tree DIR]
+    python -m tools.bench_preview [--workers 512] [--rounds N] [--kinds alone,empty,pack] [--tree DIR]
 
 The sim stack (Pulumi.sim.yaml: the lab mapped onto vcsim's inventory, vSphere section only) is
 widened to N workers on 128 worker hosts (vcsim started with that many hosts) and written as
@@ -10,7 +10,10 @@ Pulumi.simbench.yaml in a temporary copy of this tree; scripts/sim-preview.sh do
 (vcsim, file backend, placeholder secrets) and reports each preview's seconds. Addresses come
 from the benchmarking range 198.18.0.0/15 (RFC 2544); preview contacts none of them.
 
-Prints both previews, their resource count and the ratio. Exit 0 when both ran, 77 with
+Three previews, interleaved when repeated (``--rounds``): the stack alone, with a pack that
+judges nothing (the analyzer protocol's own cost: the plugin, its start, a Remediate and an
+Analyze round trip per resource, AnalyzeStack), and with policies/. Prints the medians, the
+resource count and what each pack adds. Exit 0 when every preview ran, 77 with
 "SKIP <reason>" when the sim stack, the engine or a provider plugin is missing, 1 on failure.
 """
 
@@ -19,11 +22,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -61,12 +65,46 @@ def _copy_tree(source: Path, dest: Path) -> None:
         shutil.copy2(source / name, target, follow_symlinks=False)
 
 
-def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, str]:
+KINDS = ("alone", "empty", "pack")
+LABELS = {
+    "alone": "pulumi preview",
+    "empty": "pulumi preview --policy-pack (a pack that judges nothing)",
+    "pack": "pulumi preview --policy-pack policies",
+}
+
+# The protocol's floor: the same plugin, server and fast paths as policies/__main__.py, and one
+# rule that judges no resource type, so every request is answered without running a rule.
+EMPTY_PACK = """from pulumi_policy import EnforcementLevel, PolicyPack
+
+from rules.declare import ADVISORY, judges, resource_policy
+from rules.pulumi_policy_internals import PoliciesByType, install
+
+
+def check_nothing(args, report_violation) -> None:
+    \"\"\"Judges nothing: the pack's requests cost only the analyzer protocol.\"\"\"
+
+
+install()
+PolicyPack(name="gpu-lab", enforcement_level=EnforcementLevel.ADVISORY, policies=PoliciesByType(
+    [resource_policy("judges-nothing", ADVISORY, check_nothing, types=())], judges))
+"""
+
+
+def _preview(work: Path, kind: str, env: dict) -> tuple[float, int, float]:
+    """Seconds of the `pulumi preview` step, resources to create, CPU seconds of the whole script."""
     command = ["bash", str(work / "scripts/sim-preview.sh"), "--stack", "simbench"]
-    if not policy:
+    if kind == "alone":
         command.append("--no-policy")
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    pack_main = work / "policies" / "__main__.py"
+    real_pack = pack_main.read_text()
+    if kind == "empty":
+        pack_main.write_text(EMPTY_PACK)
+    cpu_before = _children_cpu()
+    try:
+        done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+    finally:
+        pack_main.write_text(real_pack)
+    cpu = _children_cpu() - cpu_before
     output = done.stdout + done.stderr
     if done.returncode == SKIP:
         print(output.strip().splitlines()[-1])
@@ -78,16 +116,27 @@ def _preview(work: Path, policy: bool, env: dict) -> tuple[float, int, str]:
     if not match:
         print(output[-3000:], file=sys.stderr)
         raise SystemExit("no preview line in sim-preview.sh's output")
-    elapsed = time.perf_counter() - started
-    return float(match.group(2)), int(match.group(1)), f"{elapsed:.0f}s in all"
+    return float(match.group(2)), int(match.group(1)), cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of the previews, each round in a different order; medians are printed")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"which previews, comma-separated, of {', '.join(KINDS)}")
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="the working tree to preview (default: this one)")
     args = parser.parse_args(argv)
+    kinds = tuple(k for k in KINDS if k in args.kinds.split(","))
+    if not kinds or set(args.kinds.split(",")) - set(KINDS):
+        parser.error(f"--kinds takes a comma-separated list of {', '.join(KINDS)}")
     missing = [name for name in SIM_FILES if not (args.tree / name).is_file()]
     if missing:
         print(f"SKIP the sim stack is not in {args.tree}: no {', '.join(missing)}")
@@ -97,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("VENV", str(REPO / ".venv"))
     env.setdefault("VCSIM", str(REPO / ".cache" / "bin" / "vcsim"))
     env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpus: dict[str, list[float]] = {kind: [] for kind in kinds}
+    counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
         work = Path(tmp)
         _copy_tree(args.tree, work)
@@ -104,13 +156,35 @@ def main(argv: list[str] | None = None) -> int:
         (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, args.workers), sort_keys=False))
         subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
         subprocess.run(["git", "add", "-A"], cwd=work, check=True)
-        alone, count, _ = _preview(work, policy=False, env=env)
-        with_pack, count_pack, _ = _preview(work, policy=True, env=env)
-    print(f"real preview, {args.workers} workers ({count} resources to create), vcsim with {HOSTS} hosts:")
-    print(f"  pulumi preview                          {alone:6.0f} s")
-    print(f"  pulumi preview --policy-pack policies   {with_pack:6.0f} s  ({count_pack} to create)")
-    print(f"  the pack adds {with_pack / alone - 1:.0%}")
+        for round_ in range(args.rounds):
+            shift = round_ % len(kinds)  # no kind always runs first
+            for kind in kinds[shift:] + kinds[:shift]:
+                seconds, counts[kind], cpu = _preview(work, kind, env)
+                times[kind].append(seconds)
+                cpus[kind].append(cpu)
+                print(f"  round {round_ + 1}: {kind:5} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
+                      f"stack set-up included: {cpu:.0f} s)", flush=True)
+    print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), vcsim with {HOSTS} hosts, "
+          f"median of {args.rounds} interleaved round(s); seconds of the preview, then CPU seconds of every process "
+          "of the run (vcsim and stack set-up included):")
+    for kind in kinds:
+        print(f"  {LABELS[kind]:58} {statistics.median(times[kind]):4.0f} s {_runs(times[kind]):14} "
+              f"CPU {statistics.median(cpus[kind]):4.0f} s {_runs(cpus[kind])}")
+    if "alone" in kinds:
+        for kind in ("empty", "pack"):
+            if kind in kinds:
+                print(f"  {'the empty pack' if kind == 'empty' else 'the pack'} adds "
+                      f"{_adds(times['alone'], times[kind])} to the preview, {_adds(cpus['alone'], cpus[kind])} to the CPU")
     return 0
+
+
+def _adds(base: list[float], other: list[float]) -> str:
+    per_round = ", ".join(f"{o / b - 1:.0%}" for b, o in zip(base, other))
+    return f"{statistics.median(other) / statistics.median(base) - 1:.0%} (per round: {per_round})"
+
+
+def _runs(values: list[float]) -> str:
+    return "(" + ", ".join(f"{v:.0f}" for v in values) + ")" if len(values) > 1 else ""
 
 
 if __name__ == "__main__":

@@ -204,7 +204,7 @@ def mark(props: dict, secret_paths: list[str], unknown_paths: list[str], where: 
     the engine's sentinel too, and assets / archives their signature objects, so a mock run's
     inputs can be passed as they are.
     """
-    out = dict(serialize_properties(_unknown_objects_to_sentinels(copy.deepcopy(props))))
+    out = _wire_copy(props)
     for path in unknown_paths:
         _replace(out, path, lambda _old: UNKNOWN_STRING, where, must_exist=False)
     for path in secret_paths:
@@ -213,6 +213,22 @@ def mark(props: dict, secret_paths: list[str], unknown_paths: list[str], where: 
         _replace(out, path, lambda old: old if _is_secret_wire(old) else {SIG_KEY: SECRET_SIG, "value": old},
                  where, must_exist=True)
     return out
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _wire_copy(value: Any) -> Any:
+    """A fresh copy of ``value`` in wire form, in one walk: JSON values (all of plan.json) as they
+    are, ``Unknown`` as the sentinel, anything else (assets, archives, secrets) as the SDK writes it."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _wire_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_wire_copy(v) for v in value]
+    if kind in _JSON_SCALARS:
+        return value
+    return serialize_properties({"v": _unknown_objects_to_sentinels(copy.deepcopy(value))})["v"]
 
 
 def _unknown_objects_to_sentinels(value: Any) -> Any:

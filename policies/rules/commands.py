@@ -48,7 +48,8 @@ def check_connect_timeout(args, report_violation) -> None:
             report_violation(f"{where} sets {key} to {value}; keep it between {low} and {high}{unit}")
 
 
-connect_timeout = resource_policy("command-connect-timeout", ADVISORY, check_connect_timeout, TIMEOUT_SCHEMA)
+connect_timeout = resource_policy("command-connect-timeout", ADVISORY, check_connect_timeout, TIMEOUT_SCHEMA,
+                                  types=REMOTE_TYPES)
 
 
 POLICIES = [connect_timeout]

@@ -66,7 +66,7 @@ def check_pvrdma_hardware_version(args, report_violation) -> None:
 
 
 pvrdma_hardware_version = resource_policy("vsphere-pvrdma-hardware-version", MANDATORY,
-                                          check_pvrdma_hardware_version, HW_SCHEMA)
+                                          check_pvrdma_hardware_version, HW_SCHEMA, types=(VM, LAB_VMS))
 
 
 def check_nic_adapter_type(args, report_violation) -> None:
@@ -83,7 +83,7 @@ def check_nic_adapter_type(args, report_violation) -> None:
                              f"accepts {', '.join(VM_ADAPTER_TYPES)} (PVRDMA is {PVRDMA_ADAPTER})")
 
 
-nic_adapter_type = resource_policy("vsphere-vm-nic-adapter-type", MANDATORY, check_nic_adapter_type)
+nic_adapter_type = resource_policy("vsphere-vm-nic-adapter-type", MANDATORY, check_nic_adapter_type, types=(VM,))
 
 
 # ---------------------------------------------------------------- what a lab VM looks like

@@ -106,7 +106,7 @@ def check_rdma_pods(args, report_violation) -> None:
             )
 
 
-rdma_pods = resource_policy("k8s-rdma-pod-ipc-lock", MANDATORY, check_rdma_pods, RDMA_SCHEMA)
+rdma_pods = resource_policy("k8s-rdma-pod-ipc-lock", MANDATORY, check_rdma_pods, RDMA_SCHEMA, types=_is_workload)
 
 
 # ---------------------------------------------------------------- GPU limits
@@ -149,7 +149,7 @@ def check_gpu_limits(args, report_violation) -> None:
             )
 
 
-gpu_limits = resource_policy("k8s-gpu-limits", MANDATORY, check_gpu_limits, GPU_SCHEMA)
+gpu_limits = resource_policy("k8s-gpu-limits", MANDATORY, check_gpu_limits, GPU_SCHEMA, types=_is_workload)
 
 
 POLICIES = [rdma_pods, gpu_limits]

@@ -63,7 +63,7 @@ def check_vds_no_lacp(args, report_violation) -> None:
         )
 
 
-vds_no_lacp = resource_policy("vsphere-vds-no-lacp", MANDATORY, check_vds_no_lacp)
+vds_no_lacp = resource_policy("vsphere-vds-no-lacp", MANDATORY, check_vds_no_lacp, types=(DVS, DPG))
 
 
 # ---------------------------------------------------------------- MTU
@@ -111,7 +111,8 @@ def _mtu_at_least(report_violation, what: str, raw, minimum: int, unset) -> None
         report_violation(f"{what} is {mtu}; RoCE needs jumbo frames end to end: set {minimum} or more")
 
 
-rdma_mtu = resource_policy("vsphere-rdma-mtu", MANDATORY, check_rdma_mtu, MTU_SCHEMA)
+rdma_mtu = resource_policy("vsphere-rdma-mtu", MANDATORY, check_rdma_mtu, MTU_SCHEMA,
+                           types=(DVS, VNIC, ROCE_FABRIC, SPECTRUM))
 
 
 # ---------------------------------------------------------------- one uplink
@@ -153,7 +154,8 @@ def check_vds_single_uplink(args, report_violation) -> None:
             )
 
 
-vds_single_uplink = resource_policy("vsphere-pvrdma-vds-single-uplink", MANDATORY, check_vds_single_uplink)
+vds_single_uplink = resource_policy("vsphere-pvrdma-vds-single-uplink", MANDATORY, check_vds_single_uplink,
+                                    types=(DVS,))
 
 
 # ---------------------------------------------------------------- one NIC per subnet
@@ -181,7 +183,8 @@ def _repeated(values) -> list[tuple]:
     return [(v, n) for v, n in Counter(v for v in values if known(v)).items() if n > 1]
 
 
-one_nic_per_subnet = resource_policy("vsphere-vm-one-nic-per-subnet", MANDATORY, check_one_nic_per_subnet)
+one_nic_per_subnet = resource_policy("vsphere-vm-one-nic-per-subnet", MANDATORY, check_one_nic_per_subnet,
+                                     types=(VM, LAB_VMS))
 
 
 # ---------------------------------------------------------------- PVRDMA NICs on a DPG

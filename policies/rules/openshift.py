@@ -56,7 +56,7 @@ def check_three_control_plane(args, report_violation) -> None:
 
 
 three_control_plane = resource_policy("openshift-three-control-plane-nodes", MANDATORY,
-                                      check_three_control_plane, CONTROL_PLANE_SCHEMA)
+                                      check_three_control_plane, CONTROL_PLANE_SCHEMA, types=(OPENSHIFT,))
 
 
 # ---------------------------------------------------------------- load balancer ports
@@ -104,7 +104,7 @@ def _as_ports(frontends) -> set:
     return {as_int(f) for f in as_list(frontends)}
 
 
-lb_ports = resource_policy("openshift-lb-required-ports", MANDATORY, check_lb_ports, LB_SCHEMA)
+lb_ports = resource_policy("openshift-lb-required-ports", MANDATORY, check_lb_ports, LB_SCHEMA, types=(OPENSHIFT,))
 
 
 # ---------------------------------------------------------------- bootstrap out of the pools

@@ -7,8 +7,9 @@ The engine sends a resource's properties with two kinds of markers:
   when one is read;
 * secret values arrive wrapped in the secret signature. pulumi-policy 1.21 strips that wrapper
   before a validation runs (pulumi/pulumi-policy#241), so a plain-text password and a secret
-  one look the same. ``keep_secret_markers`` makes the SDK keep them as ``Secret`` objects so
-  the secrets rules can tell the difference.
+  one look the same. ``keep_secret_markers`` (``pulumi_policy_internals.install``, the one module
+  that touches the SDK's internals) makes the SDK keep them as ``Secret`` objects so the
+  secrets rules can tell the difference.
 
 Rules never touch the proxies directly: ``plain`` turns them into ordinary dicts and lists in
 which unknowns are ``UNKNOWN`` and secrets stay ``Secret``; ``dig``/``value`` read paths out of
@@ -18,8 +19,6 @@ that and unwrap secrets. Nothing here raises on unknown values.
 from __future__ import annotations
 
 import re
-import threading
-import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -36,9 +35,9 @@ from pulumi_policy.proxy import (
     UnknownValueError,
 )
 
-# The engine's wire signatures (sdk/go/common/resource/sig in pulumi/pulumi).
-SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+# SIG_KEY, SECRET_SIG, decode and keep_secret_markers are read from here by the pack and the tests
+from .pulumi_policy_internals import SECRET_SIG, SIG_KEY, decode, request_memo  # noqa: F401
+from .pulumi_policy_internals import install as keep_secret_markers  # noqa: F401
 
 _UNKNOWN_SENTINELS = frozenset({
     UNKNOWN_BOOLEAN_VALUE, UNKNOWN_NUMBER_VALUE, UNKNOWN_STRING_VALUE, UNKNOWN_ARRAY_VALUE,
@@ -72,108 +71,6 @@ def is_unknown(v: Any) -> bool:
 
 def is_secret(v: Any) -> bool:
     return isinstance(v, Secret)
-
-
-# ---------------------------------------------------------------- wire -> python
-
-
-def decode(props: Mapping[str, Any]) -> dict[str, Any]:
-    """Engine properties (after MessageToDict) to Python values, keeping secrets as ``Secret``."""
-    return {k: _decode(v) for k, v in props.items()}
-
-
-def _decode(v: Any) -> Any:
-    if isinstance(v, list):
-        return [_decode(e) for e in v]
-    if isinstance(v, dict):
-        if v.get(SIG_KEY) == SECRET_SIG:
-            return Secret(_decode(v.get("value")))
-        if SIG_KEY in v:
-            # assets and archives: the SDK's own decoding is right for those
-            from pulumi_policy.deserialize import _deserialize_property  # pylint: disable=import-outside-toplevel
-            return _deserialize_property(v)
-        return decode(v)
-    return v
-
-
-class _RequestMemo(threading.local):
-    """Values derived from one analyzer request, per gRPC worker thread, dropped when it ends.
-
-    Keyed by the identity of their source object; the sources are held too, so no id is reused
-    while the request runs.
-    """
-
-    def __init__(self) -> None:
-        self.entries: dict[tuple[str, int], tuple[Any, Any]] | None = None
-
-    def get(self, step: str, source: Any, derive: Callable[[Any], Any]) -> Any:
-        if self.entries is None:  # outside a request: nothing to share
-            return derive(source)
-        key = (step, id(source))
-        if key not in self.entries:
-            self.entries[key] = (source, derive(source))
-        return self.entries[key][1]
-
-
-_MEMO = _RequestMemo()
-
-
-def keep_secret_markers() -> None:
-    """Make the running pack see secrets as ``Secret`` objects (call before building the pack).
-
-    The servicer looks ``deserialize_properties`` up in its module at each call, so replacing it
-    there is enough. Remediation keeps the SDK's own secret-preserving path.
-
-    The servicer also converts, decodes and wraps a resource's properties once per policy (22
-    times per resource in Analyze, and every resource once per stack policy in AnalyzeStack).
-    Within one request each step is memoised, so each resource is converted once; the memo is
-    dropped when the request ends. Nothing downstream mutates these values: the SDK wraps them
-    in read-only proxies and the rules read copies (``plain``), which are shared the same way.
-    """
-    import pulumi_policy.policy as sdk  # pylint: disable=import-outside-toplevel
-
-    original = getattr(sdk, "deserialize_properties", None)
-    json_format = getattr(sdk, "json_format", None)
-    proxy = getattr(sdk, "unknown_checking_proxy", None)
-    servicer = getattr(sdk, "_PolicyAnalyzerServicer", None)
-    if (original is None or proxy is None or not hasattr(json_format, "MessageToDict")
-            or not all(hasattr(servicer, m) for m in ("Analyze", "AnalyzeStack"))):
-        raise RuntimeError(
-            "pulumi_policy.policy's deserialize_properties, unknown_checking_proxy, json_format or "
-            "_PolicyAnalyzerServicer is gone: this pulumi-policy version is not the one the pack was "
-            "written for (1.21); secret detection would silently stop working"
-        )
-    if getattr(original, "_gpu_lab_keeps_secrets", False):
-        return
-
-    def message_to_dict(message, *args, **kwargs):
-        if args or kwargs:
-            return json_format.MessageToDict(message, *args, **kwargs)
-        return _MEMO.get("dict", message, json_format.MessageToDict)
-
-    def deserialize_properties(props, proxy_secrets=False):
-        if proxy_secrets:
-            return original(props, proxy_secrets)
-        return _MEMO.get("decoded", props, decode)
-
-    def unknown_checking_proxy(props):
-        return _MEMO.get("proxy", props, proxy)
-
-    def one_memo_per_request(handler):
-        def serve(self, request, context):
-            _MEMO.entries = {}
-            try:
-                return handler(self, request, context)
-            finally:
-                _MEMO.entries = None
-        return serve
-
-    deserialize_properties._gpu_lab_keeps_secrets = True  # type: ignore[attr-defined]
-    sdk.deserialize_properties = deserialize_properties
-    sdk.json_format = types.SimpleNamespace(MessageToDict=message_to_dict)
-    sdk.unknown_checking_proxy = unknown_checking_proxy
-    servicer.Analyze = one_memo_per_request(servicer.Analyze)
-    servicer.AnalyzeStack = one_memo_per_request(servicer.AnalyzeStack)
 
 
 # ---------------------------------------------------------------- proxy -> plain
@@ -294,10 +191,10 @@ def truthy(v: Any) -> bool:
 def props_of(resource_or_args: Any) -> dict:
     """Plain properties of a ResourceValidationArgs or a PolicyResource (read-only: shared by rules).
 
-    Every rule of a request gets the same proxy (see ``keep_secret_markers``), so the copy is made
+    Every rule of a request gets the same proxy (see pulumi_policy_internals), so the copy is made
     once per resource and request rather than once per rule.
     """
-    return _MEMO.get("plain", resource_or_args.props, plain)
+    return request_memo.get("plain", resource_or_args.props, plain)
 
 
 def type_chain(urn: str) -> list[str]:
@@ -349,10 +246,19 @@ class Res:
 
 
 def stack_resources(args: Any) -> list[Res]:
-    """Every resource of a StackValidationArgs as ``Res`` (computed once per args; rules only read it)."""
+    """Every resource of a StackValidationArgs as ``Res``; rules only read it.
+
+    The SDK hands each stack policy its own copy of the same resources, so within an
+    AnalyzeStack request the list is built once, for the first policy, and shared.
+    """
     cached = getattr(args, "_gpu_lab_resources", None)
-    if cached is not None:
-        return cached
+    if cached is None:
+        cached = args._gpu_lab_resources = request_memo.shared("stack resources", len(args.resources),
+                                                                lambda: _stack_resources(args))
+    return cached
+
+
+def _stack_resources(args: Any) -> list[Res]:
     out = []
     for r in args.resources:
         deps = getattr(r, "property_dependencies", None) or {}
@@ -360,12 +266,11 @@ def stack_resources(args: Any) -> list[Res]:
             type=r.resource_type,
             name=r.name,
             urn=r.urn,
-            props=_MEMO.get("plain", r.props, plain),
+            props=request_memo.get("plain", r.props, plain),
             parent=r.parent.urn if getattr(r, "parent", None) is not None else None,
             prop_deps={k: [d.urn for d in v] for k, v in deps.items()} if deps else None,
             dep_types={k: [d.resource_type for d in v] for k, v in deps.items()},
         ))
-    args._gpu_lab_resources = out
     return out
 
 

@@ -101,7 +101,8 @@ def check_k8s_secret_data(args, report_violation) -> None:
                 )
 
 
-k8s_secret_data = resource_policy("secrets-k8s-secret-data-is-secret", MANDATORY, check_k8s_secret_data)
+k8s_secret_data = resource_policy("secrets-k8s-secret-data-is-secret", MANDATORY, check_k8s_secret_data,
+                                  types=(K8S_SECRET,))
 
 
 POLICIES = [credentials_secret, k8s_secret_data]

@@ -46,7 +46,8 @@ def check_ecn_min_below_max(args, report_violation) -> None:
         )
 
 
-ecn_min_below_max = resource_policy("spectrum-ecn-min-below-max", MANDATORY, check_ecn_min_below_max)
+ecn_min_below_max = resource_policy("spectrum-ecn-min-below-max", MANDATORY, check_ecn_min_below_max,
+                                    types=(SPECTRUM,))
 
 
 # ---------------------------------------------------------------- PFC priority / trust vs hosts
