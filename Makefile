@@ -25,6 +25,7 @@ setup: $(VENV)/.installed ## virtualenv with the locked dependencies and the pro
 lint: setup ## ruff and mypy, configured in pyproject.toml (CI runs it before the tests)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy policies
 
 test: setup ## every test; installs the Debian test tools (root or sudo) and vcsim; skips the engine test without setup-pulumi
 	bash scripts/install-test-tools.sh

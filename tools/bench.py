@@ -87,6 +87,8 @@ def measure_one(kind: str, workers: int, manifest: Path | None) -> dict:
     else:
         from tools import bench_floor
 
+        if manifest is None:
+            raise SystemExit("the floor needs the manifest recorded from the program")
         resources = bench_floor.replay(manifest)["resources"]
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the policy pack's process
     cpu = time.process_time() - STARTED_CPU + children.ru_utime + children.ru_stime
@@ -155,7 +157,8 @@ def summarize(results: list[dict], sizes: list[int]) -> list[dict]:
         row["planRatio"] = row["plan"]["cpu"] / row["program"]["cpu"]
         # the same ratio within each round (neighbours in time, so less moved by other jobs)
         by_round = {(r.get("round"), r["kind"]): r["cpu"] for r in results if r["workers"] == size}
-        row["planRatios"] = [by_round[(n, "plan")] / by_round[(n, "program")] for n in sorted({k[0] for k in by_round})
+        rounds = sorted({k[0] for k in by_round if k[0] is not None})
+        row["planRatios"] = [by_round[(n, "plan")] / by_round[(n, "program")] for n in rounds
                              if (n, "plan") in by_round and (n, "program") in by_round]
         row["msPerResource"] = 1000 * row["program"]["cpu"] / row["program"]["resources"]
         rows.append(row)
@@ -174,8 +177,9 @@ def print_table(rows: list[dict], repeat: int) -> None:
               f"{pl['cpu']:>7.2f} ({pl['wall']:>5.2f}) {row['planRatio']:>12.2f}")
     for row in rows:
         if row["planRatios"]:
+            ratios = row["planRatios"]
             print(f"make plan / program at {row['workers']} workers, round by round: "
-                  f"{', '.join(f'{r:.2f}' for r in row['planRatios'])} (median {statistics.median(row['planRatios']):.2f})")
+                  f"{', '.join(f'{r:.2f}' for r in ratios)} (median {statistics.median(ratios):.2f})")
     if len(rows) >= 2:
         first, last = rows[-2], rows[-1]
         print(f"per-resource time {last['workers']} vs {first['workers']} workers: "

@@ -21,6 +21,7 @@ does not pay for pickling it.)
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 import sys
@@ -90,7 +91,7 @@ def record(workers: int, manifest: Path) -> dict:
     # every provider SDK module the program loaded (pulumi_kubernetes.core.v1 alone is 1 s)
     providers = sorted(m for m in sys.modules if m.startswith("pulumi_"))
     resources = []
-    for (request, urn), recorded in zip(requests, run.resources):
+    for (request, urn), recorded in zip(requests, run.resources, strict=True):
         assert recorded.urn == urn
         resources.append({
             "type": request.type,
@@ -164,7 +165,7 @@ def replay(manifest: Path) -> dict:
                 covered.update(urns)
                 if deps and key in props:
                     value = props[key]
-                    props[key] = pulumi.Output.all(*[d.urn for d in deps]).apply(lambda _, v=value: v)
+                    props[key] = pulumi.Output.all(*[d.urn for d in deps]).apply(functools.partial(_constant, value))
                     applies += 1
             for i in range(r["properties"] - len(props)):
                 props[f"unsetOutput{i}"] = None  # a provider class passes every output property
@@ -203,3 +204,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _constant(value: Any, _dependencies: Any) -> Any:
+    """An apply that waits on its dependencies and yields a value known in advance."""
+    return value

@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                 cpus[kind].append(cpu)
                 print(f"  round {round_ + 1}: {kind:5} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
                       f"stack set-up included: {cpu:.0f} s)", flush=True)
-    print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), vcsim with {HOSTS} hosts, "
+    print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), "
+          f"vcsim with {HOSTS} hosts, "
           f"median of {args.rounds} interleaved round(s); seconds of the preview, then CPU seconds of every process "
           "of the run (vcsim and stack set-up included):")
     for kind in kinds:
@@ -174,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         for kind in ("empty", "pack"):
             if kind in kinds:
                 print(f"  {'the empty pack' if kind == 'empty' else 'the pack'} adds "
-                      f"{_adds(times['alone'], times[kind])} to the preview, {_adds(cpus['alone'], cpus[kind])} to the CPU")
+                      f"{_adds(times['alone'], times[kind])} to the preview, "
+                      f"{_adds(cpus['alone'], cpus[kind])} to the CPU")
     return 0
 
 
 def _adds(base: list[float], other: list[float]) -> str:
-    per_round = ", ".join(f"{o / b - 1:.0%}" for b, o in zip(base, other))
+    per_round = ", ".join(f"{o / b - 1:.0%}" for b, o in zip(base, other, strict=True))
     return f"{statistics.median(other) / statistics.median(base) - 1:.0%} (per round: {per_round})"
 
 

@@ -56,12 +56,14 @@ def describe_assets(value):
         return {"archive": "AssetArchive", "assets": {k: describe_assets(v) for k, v in sorted(value.assets.items())}}
     if isinstance(value, (pulumi.asset.Asset, pulumi.asset.Archive)):
         kind = type(value).__name__
+        content: bytes | None
         if isinstance(value, pulumi.asset.StringAsset):
             content = value.text.encode()
         elif isinstance(value, (pulumi.asset.FileAsset, pulumi.asset.FileArchive)):
             content = Path(value.path).read_bytes() if Path(value.path).is_file() else None
         else:  # remote: the address is what identifies it
-            return {"asset" if isinstance(value, pulumi.asset.Asset) else "archive": kind, "uri": value.uri}
+            uri = getattr(value, "uri", None)  # RemoteAsset, RemoteArchive
+            return {"asset" if isinstance(value, pulumi.asset.Asset) else "archive": kind, "uri": uri}
         described = {"asset" if isinstance(value, pulumi.asset.Asset) else "archive": kind}
         if content is None:
             return {**described, "path": str(value.path)}
@@ -110,7 +112,8 @@ def run_plan(stack: str, out: Path, quiet: bool = False, stack_file: Path | None
     write_plan(run, out)
     if not quiet:
         print("\n".join(tree_lines(run)))
-        print(f"\n{len(run.resources)} resources in stack {stack!r} ({elapsed:.2f} s); plan written to {out / 'plan.json'}")
+        print(f"\n{len(run.resources)} resources in stack {stack!r} ({elapsed:.2f} s); "
+              f"plan written to {out / 'plan.json'}")
     return run, elapsed
 
 

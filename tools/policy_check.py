@@ -67,8 +67,8 @@ import jsonschema
 import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.output import Unknown
-from pulumi_policy.deserialize import serialize_properties
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2, engine_pb2_grpc
+from pulumi_policy.deserialize import serialize_properties
 
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -374,6 +374,8 @@ class PackProcess:
         self._stderr_reader.start()
 
     def _drain_stderr(self) -> None:
+        if self.proc.stderr is None:  # Popen(stderr=PIPE) always sets it
+            return
         try:
             for line in self.proc.stderr:
                 self.stderr_lines.append(line.rstrip("\n"))
@@ -382,7 +384,10 @@ class PackProcess:
 
     def port(self, timeout: float = START_TIMEOUT) -> int:
         box: list[str] = []
-        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()), daemon=True)
+        stdout = self.proc.stdout
+        if stdout is None:  # Popen(stdout=PIPE) always sets it
+            raise CheckError("the policy pack's standard output is not a pipe")
+        reader = threading.Thread(target=lambda: box.append(stdout.readline()), daemon=True)
         reader.start()
         reader.join(timeout)
         line = box[0].strip() if box else ""
@@ -421,7 +426,7 @@ def reconcile_config(info, from_file: dict | None) -> tuple[dict, list[str]]:
         props = json_format.MessageToDict(p.configSchema.properties) if p.HasField("configSchema") else {}
         defaults = {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
         result[p.name] = {"level": LEVELS[p.enforcementLevel], "properties": defaults or None}
-        schema = {"type": "object", "properties": dict(props)}
+        schema: dict[str, Any] = {"type": "object", "properties": dict(props)}
         schema["properties"]["enforcementLevel"] = {"type": "string",
                                                     "enum": ["advisory", "mandatory", "remediate", "disabled"]}
         if p.HasField("configSchema") and p.configSchema.required:
@@ -445,7 +450,7 @@ def reconcile_config(info, from_file: dict | None) -> tuple[dict, list[str]]:
 
 
 def _parse_config_file(data: dict) -> dict:
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, value in data.items():
         if isinstance(value, str):
             if value not in LEVEL_CODES:

@@ -22,9 +22,9 @@ TIMEOUT_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_connect_timeout(args, report_violation) -> None:
-    """Remote commands (switch configuration, helper-node and OpenShift steps) set connection.perDialTimeout
-    and connection.dialErrorLimit within the configured bounds. The guides configure switches and helper
-    hosts over SSH (the DeepOps RoCE guide, the OpenShift guide); an unbounded dial against an unreachable lab machine stalls the
+    """Remote commands (switch configuration, helper-node and OpenShift steps) set connection.perDialTimeout and
+    connection.dialErrorLimit within the configured bounds. The guides configure switches and helper hosts over SSH
+    (the DeepOps RoCE guide, the OpenShift guide); an unbounded dial against an unreachable lab machine stalls the
     whole update instead of failing it."""
     if args.resource_type not in REMOTE_TYPES:
         return

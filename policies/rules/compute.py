@@ -7,7 +7,13 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema
 
-from labrules.vsphere import MIN_CONTROL_PLANE, MIN_WORKER, PVRDMA_ADAPTER, PVRDMA_MIN_HARDWARE_VERSION, VM_ADAPTER_TYPES
+from labrules.vsphere import (
+    MIN_CONTROL_PLANE,
+    MIN_WORKER,
+    PVRDMA_ADAPTER,
+    PVRDMA_MIN_HARDWARE_VERSION,
+    VM_ADAPTER_TYPES,
+)
 
 from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
@@ -70,9 +76,10 @@ pvrdma_hardware_version = resource_policy("vsphere-pvrdma-hardware-version", MAN
 
 
 def check_nic_adapter_type(args, report_violation) -> None:
-    """Every VM NIC names an adapter type pulumi-vsphere accepts. The NVIDIA RDG for vSphere PVRDMA gives each worker a PVRDMA adapter, which the provider calls vmxnet3vrdma; any other
-    spelling (such as vrdma) passes preview while the NIC's network is unknown and then fails every worker
-    VM at create, after the switch, vmks and control plane already exist."""
+    """Every VM NIC names an adapter type pulumi-vsphere accepts. The NVIDIA RDG for vSphere PVRDMA gives each worker a
+    PVRDMA adapter, which the provider calls vmxnet3vrdma; any other spelling (such as vrdma) passes preview while
+    the NIC's network is unknown and then fails every worker VM at create, after the switch, vmks and control plane
+    already exist."""
     if args.resource_type != VM:
         return
     p = props_of(args)
@@ -145,8 +152,8 @@ def lab_vms(resources: list[Res]) -> list[LabVm]:
 
 
 def check_vgpu_memory_reserved(args, report_violation) -> None:
-    """VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in the RDG: vSphere does not power on a VM with a shared PCI (vGPU) device unless its whole memory
-    is reserved."""
+    """VMs with an NVIDIA vGPU have all their memory reserved. NVIDIA vGPU on vSphere, as deployed in the RDG: vSphere
+    does not power on a VM with a shared PCI (vGPU) device unless its whole memory is reserved."""
     resources = stack_resources(args)
     vgpu_names = set(_vgpu_profiles(resources))
     for _, entry in lab_vm_entries(resources):

@@ -13,14 +13,14 @@ types judges every resource. The check function keeps its own type test, so call
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from collections.abc import Callable
 
 from pulumi_policy import EnforcementLevel, Policy, PolicyConfigSchema, ResourceValidationPolicy, StackValidationPolicy
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
 
-Types = Union[tuple[str, ...], Callable[[str], bool]]
+Types = tuple[str, ...] | Callable[[str], bool]
 
 _TYPES_JUDGED: dict[str, Callable[[str], bool]] = {}  # rule name -> does it judge this type
 

@@ -50,8 +50,8 @@ def _in_fabric(args) -> bool:
 
 
 def check_vds_no_lacp(args, report_violation) -> None:
-    """The RoCE vDS and its port groups must not use LACP or any other link aggregation. DeepOps RoCE guide: link bundles across NICs do not work well with RoCE and RDMA; each RDMA NIC belongs on
-    its own subnet instead."""
+    """The RoCE vDS and its port groups must not use LACP or any other link aggregation. DeepOps RoCE guide: link
+    bundles across NICs do not work well with RoCE and RDMA; each RDMA NIC belongs on its own subnet instead."""
     if args.resource_type not in (DVS, DPG) or not _in_fabric(args):
         return
     p = props_of(args)

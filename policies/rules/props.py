@@ -18,10 +18,11 @@ that and unwrap secrets. Nothing here raises on unknown values.
 
 from __future__ import annotations
 
+import enum
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pulumi_policy import Secret
 from pulumi_policy.proxy import (
@@ -34,6 +35,7 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
 )
+from typing_extensions import TypeIs
 
 # SIG_KEY, SECRET_SIG, decode and keep_secret_markers are read from here by the pack and the tests
 from .pulumi_policy_internals import SECRET_SIG, SIG_KEY, decode, request_memo  # noqa: F401
@@ -45,15 +47,17 @@ _UNKNOWN_SENTINELS = frozenset({
 })
 
 
-class _Unknown:
-    """A value the engine cannot know yet (preview). Rules skip what they cannot see."""
+if TYPE_CHECKING:  # annotations only: the pack needs no typing_extensions at run time
+    from typing_extensions import TypeIs
 
-    _instance = None
+T = TypeVar("T")
 
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+
+class _Unknown(enum.Enum):
+    """A value the engine cannot know yet (preview). Rules skip what they cannot see. An enum member,
+    so `v is UNKNOWN` narrows types for the type checker."""
+
+    UNKNOWN = "unknown"
 
     def __repr__(self) -> str:
         return "<unknown>"
@@ -62,7 +66,7 @@ class _Unknown:
         return False
 
 
-UNKNOWN = _Unknown()
+UNKNOWN: Final = _Unknown.UNKNOWN
 
 
 def is_unknown(v: Any) -> bool:
@@ -282,7 +286,7 @@ def of_kind(resources: list[Res], kind: str) -> list[Res]:
     return [r for r in resources if r.type == DYNAMIC and kind_of(r.props) == kind]
 
 
-def known(v: Any) -> bool:
+def known(v: T | _Unknown | None) -> TypeIs[T]:
     return v is not None and v is not UNKNOWN
 
 

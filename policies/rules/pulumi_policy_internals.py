@@ -167,7 +167,7 @@ class _RequestMemo(threading.local):
             return derive()
         entry_key = (step, key)
         if entry_key not in self.entries:
-            self.entries[entry_key] = (None, derive())  # type: ignore[index]
+            self.entries[entry_key] = (None, derive())
         return self.entries[entry_key][1]
 
 
@@ -257,7 +257,8 @@ def install() -> None:
 
     def remediate_only_when_asked(self, request, context):
         policies = list.__iter__(self._PolicyAnalyzerServicer__policies)  # pylint: disable=protected-access
-        if not any(isinstance(p, ResourceValidationPolicy) and self._get_enforcement_level(p) == EnforcementLevel.REMEDIATE
+        remediates = EnforcementLevel.REMEDIATE
+        if not any(isinstance(p, ResourceValidationPolicy) and self._get_enforcement_level(p) == remediates
                    for p in policies):
             return sdk.proto.RemediateResponse()  # what the SDK's loop returns when it skips every policy
         return remediate(self, request, context)

@@ -63,11 +63,11 @@ def _plain_text(v) -> bool:
 
 
 def check_credentials_secret(args, report_violation) -> None:
-    """Passwords, private keys, pull secrets and licence tokens reach resources only as Pulumi secrets:
-    connection passwords and keys of remote commands, the vCenter password of the pyvmomi resources, and any
-    property or environment variable whose name looks like a credential. The guides' deployments carry
-    vCenter, switch, NVIDIA licence and OpenShift pull-secret credentials (the RDG, the DeepOps RoCE guide, the OpenShift guide); in
-    plain text they end up in the state file and the logs."""
+    """Passwords, private keys, pull secrets and licence tokens reach resources only as Pulumi secrets: connection
+    passwords and keys of remote commands, the vCenter password of the pyvmomi resources, and any property or
+    environment variable whose name looks like a credential. The guides' deployments carry vCenter, switch, NVIDIA
+    licence and OpenShift pull-secret credentials (the RDG, the DeepOps RoCE guide, the OpenShift guide); in plain
+    text they end up in the state file and the logs."""
     pattern = re.compile(settings(args, CREDENTIAL_SCHEMA)["credentialKeyPattern"], re.IGNORECASE)
     skip = ("data", "stringData") if args.resource_type == K8S_SECRET else ()
     for path in plain_credentials(props_of(args), pattern, skip):

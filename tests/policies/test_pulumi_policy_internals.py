@@ -8,10 +8,10 @@ import json
 
 import pytest
 from google.protobuf import struct_pb2
+from policy_helpers import FIXTURES, args_for, policy_check
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from policy_helpers import FIXTURES, args_for, policy_check
 from rules import ALL_POLICIES
 from rules import pulumi_policy_internals as internals
 from rules.declare import judges
@@ -55,7 +55,7 @@ def test_declared_types_cover_every_violation_of_the_fixtures():
                 continue
             for r in stack.resources:
                 found = []
-                policy.validate(args_for(r), lambda msg, urn=None: found.append(msg))
+                policy.validate(args_for(r), lambda msg, urn=None, f=found: f.append(msg))
                 if found:
                     fired.add(policy.name)
                     assert judges(policy, r.type), f"{policy.name} reports on {r.type} but does not declare it"
