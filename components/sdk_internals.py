@@ -17,6 +17,10 @@ registers a Kubernetes object the typed classes cannot carry.
   recording monitor reads the RegisterResource request itself because the public
   `MockResourceArgs` carry no parent URN, which the plan's tree needs; `pulumi.runtime.rpc` is not
   among `pulumi.runtime`'s exports.
+- `resolved(output)`: an Output's value and secretness, awaited from outside the SDK's event loop
+  (tests that build one component and inspect its Outputs). The public way is to assert inside an
+  `apply` of a `@pulumi.runtime.test` function; `pulumi.runtime.sync_await._sync_await` is what that
+  decorator itself uses.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from pulumi.runtime import get_root_resource
 from pulumi.runtime import rpc as _rpc
+from pulumi.runtime.sync_await import _sync_await
 
 CHECKED_AGAINST = {"pulumi": "3.272.0"}
 
@@ -45,3 +50,8 @@ def deserialize_properties(struct: Any) -> dict[str, Any]:
 def is_secret_value(value: Any) -> bool:
     """True for a deserialized property value the program marked secret."""
     return _rpc.is_rpc_secret(value)
+
+
+def resolved(output: Any) -> tuple[Any, bool]:
+    """The Output's value and whether it is secret, waiting for both."""
+    return _sync_await(output.future()), _sync_await(output.is_secret())

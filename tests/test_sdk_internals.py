@@ -19,6 +19,7 @@ from pulumi.runtime.stack import Stack
 
 from components import sdk_internals
 from components.addons.kube import KUBERNETES_PLUGIN_VERSION, FlatCustomResource
+from tools import mockrun
 
 INSTALLED = {name: importlib.metadata.version(name) for name in ("pulumi", "pulumi_kubernetes")}
 
@@ -95,9 +96,7 @@ class _Recorder(MockMonitor):
 def run_under_mocks(program):
     """`program` under set_mocks, to completion; the recorder holds its registration requests."""
     recorder = _Recorder()
-    pulumi.runtime.reset_options()
-    pulumi.runtime.set_mocks(recorder.mocks, project="sdk-check", stack="test", preview=False, monitor=recorder)
-    pulumi.runtime.test(program)()
+    mockrun.run_under_mocks(program, recorder, stack="test")
     return recorder
 
 
@@ -115,6 +114,19 @@ def test_stack_exports_are_what_the_program_exported():
     seen = exported.pop("seen")
     if seen.keys() != exported.keys() or any(seen[k] is not exported[k] for k in exported):
         sdk_changed("pulumi.runtime.stack.Stack.outputs", f"held {seen!r} after pulumi.export of {exported!r}")
+
+
+def test_resolved_waits_for_the_value_and_its_secretness():
+    outputs = {}
+
+    def program():
+        outputs["secret"] = pulumi.Output.secret("hidden").apply(str.upper)
+        outputs["plain"] = pulumi.Output.from_input("shown")
+
+    run_under_mocks(program)
+    seen = {name: sdk_internals.resolved(output) for name, output in outputs.items()}
+    if seen != {"secret": ("HIDDEN", True), "plain": ("shown", False)}:
+        sdk_changed("pulumi.runtime.sync_await._sync_await", f"Output.future()/is_secret() gave {seen!r}")
 
 
 def test_registered_inputs_decode_with_secrets_still_marked():

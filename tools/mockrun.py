@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,6 +238,17 @@ def placeholder_secrets(config: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
+def run_under_mocks(program: Callable[[], Any], monitor: MockMonitor, *, stack: str = "lab",
+                    preview: bool = False) -> None:
+    """Run `program` under `monitor`'s mocks, public API only, and wait for every RPC and Output it
+    left outstanding, and for the Output it returns, if any. Each call starts from a new root Stack
+    (set_mocks alone keeps the previous one, and each run would also wait on every Output the
+    previous runs left on it)."""
+    pulumi.runtime.reset_options()
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.test(program)()
+
+
 def run_program(
     config: Mapping[str, Any],
     *,
@@ -263,22 +274,17 @@ def run_program(
     global runs_in_this_process
     runs_in_this_process += 1
     monitor = RecordingMonitor(LabMocks())
-    # set_mocks keeps an existing root Stack; a new one per run, or each run would also wait on
-    # every Output the previous runs left on the old Stack.
-    pulumi.runtime.reset_options()
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(all_config, secret_keys)
     exports = _StackExports()
 
-    @pulumi.runtime.test  # runs main and waits for every RPC and Output it left outstanding
-    def run_main():
+    def run_main() -> pulumi.Output:
         program.main()
         return exports.watch()
 
     # The program's own process relaxes the collector before its imports (components/runtime_tuning.py).
     with relaxed_gc():
         program = _load_program()
-        run_main()
+        run_under_mocks(run_main, monitor, stack=stack, preview=preview)
         registered = monitor.get_registered_resources()
         for recorded in monitor.recorded:
             if recorded.urn in registered:

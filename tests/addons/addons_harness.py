@@ -16,13 +16,10 @@ from typing import Any
 
 import builders
 import pulumi
-from pulumi.runtime.settings import SETTINGS
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components.config import load_lab
 from components.secrets import SECRET_KEYS, LabSecrets
-from tools.mockrun import PLACEHOLDER, LabMocks, RecordingMonitor, Run
+from tools.mockrun import PLACEHOLDER, LabMocks, RecordingMonitor, Run, run_under_mocks
 
 LAB = builders.lab_stack()
 VSPHERE = LAB["gpu-lab:vsphere"]
@@ -84,9 +81,6 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
     values = default_secrets() if secrets is None else secrets
 
     monitor = RecordingMonitor(LabMocks())
-    SETTINGS.rpc_manager.clear()
-    SETTINGS.outputs.clear()
-    pulumi.runtime.set_mocks(monitor.mocks, project="gpu-lab", stack="lab", preview=False, monitor=monitor)
 
     def program() -> None:
         lab_secrets = LabSecrets(**{k: pulumi.Output.secret(v) for k, v in values.items() if v is not None})
@@ -94,7 +88,7 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
             lab=addons_lab, secrets=lab_secrets,
             kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None))
 
-    _sync_await(run_pulumi_func(program))
+    run_under_mocks(program, monitor)
     by_urn = {r.urn: r for r in monitor.recorded}
     for urn, registration in monitor.resources.items():
         if urn in by_urn:

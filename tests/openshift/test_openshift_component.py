@@ -12,6 +12,7 @@ import pytest
 import yaml
 from openshift_helpers import script_values, sections
 
+from components import sdk_internals
 from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
 from components.openshift.files import sha256
@@ -285,16 +286,12 @@ def secrets(**missing) -> LabSecrets:
 
 
 def resolve(output):
-    from pulumi.runtime.sync_await import _sync_await
-
-    return _sync_await(output.future()), _sync_await(output.is_secret())
+    return sdk_internals.resolved(output)
 
 
 @pytest.fixture
 def mocks():
-    from pulumi.runtime.settings import SETTINGS
-
-    SETTINGS.rpc_manager.clear()
+    pulumi.runtime.reset_options()  # a new root Stack and no outstanding work from earlier tests
     m = IgnitionRan()
     pulumi.runtime.set_mocks(m, project="gpu-lab", stack="lab", preview=False)
     return m

@@ -4,11 +4,11 @@ These fail, naming the symbol, when an upgraded pulumi-policy moves or reshapes 
 """
 
 import copy
-import json
 
+import plan_fixtures
 import pytest
 from google.protobuf import struct_pb2
-from policy_helpers import FIXTURES, args_for, policy_check
+from policy_helpers import args_for, policy_check
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
@@ -44,10 +44,11 @@ def test_declared_types_cover_every_violation_of_the_fixtures():
     The broken fixtures make each resource rule but one fire at least once (test_policy_grpc.py);
     the lab fixture with a misspelt PVRDMA adapter (the provider's own description says "vrdma")
     makes the last one fire."""
-    misspelt = json.loads((FIXTURES / "lab.json").read_text())
+    misspelt = plan_fixtures.lab()
     vm = next(r for r in misspelt["resources"] if r["type"] == "vsphere:index/virtualMachine:VirtualMachine")
     vm["properties"]["networkInterfaces"][0]["adapterType"] = "vrdma"
-    stacks = [policy_check.load_stack(f) for f in sorted(FIXTURES.glob("*.json"))] + [policy_check.parse_stack(misspelt)]
+    stacks = [policy_check.parse_stack(build()) for build in plan_fixtures.STACKS.values()]
+    stacks.append(policy_check.parse_stack(misspelt))
     fired: set[str] = set()
     for stack in stacks:
         for policy in ALL_POLICIES:

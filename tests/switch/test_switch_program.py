@@ -12,15 +12,12 @@ import json
 import builders
 import pulumi
 import pytest
-from pulumi.runtime.settings import SETTINGS
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 import tools.mockrun as mockrun
 from components.config import load_lab
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.switch.files import config_digest, render_apply, render_revert
-from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program
+from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program, run_under_mocks
 
 SWITCH = "gpu-lab:switch:SpectrumSwitch"
 COMMAND = "command:remote:Command"
@@ -65,16 +62,13 @@ def run_switches(config: dict, passwords: dict[str, str] | None = None) -> Run:
     lab = lab_of(config)
     passwords = passwords or {sw.name: f"pw-{sw.name}" for sw in lab.switches}
     monitor = RecordingMonitor(LabMocks())
-    SETTINGS.rpc_manager.clear()
-    SETTINGS.outputs.clear()
-    pulumi.runtime.set_mocks(monitor.mocks, project="gpu-lab", stack="lab", preview=False, monitor=monitor)
 
     def program() -> None:
         for sw in lab.switches:
             SpectrumSwitch(sw.name, SpectrumSwitchArgs(
                 switch=sw, hosts=lab.plan.switch_hosts(sw), password=pulumi.Output.secret(passwords[sw.name])))
 
-    _sync_await(run_pulumi_func(program))
+    run_under_mocks(program, monitor)
     return Run(resources=monitor.recorded, outputs={}, stack="lab")
 
 
