@@ -22,6 +22,7 @@ from pydantic import Field
 
 from components.facts import HostRoce, VsphereFacts
 from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, matches
+from labrules.commands import DIAL_ERROR_LIMIT, PER_DIAL_TIMEOUT_SECONDS
 from labrules.roce import (
     DEFAULT_ECN_MAX_KB,
     DEFAULT_ECN_MIN_KB,
@@ -107,10 +108,11 @@ class SwitchConfig(Model):
     ssh_port: int = Field(default=22, ge=1, le=65535)
     host_key: str | None = Field(
         default=None, description="expected SSH host key ('ssh-ed25519 AAAA...'); unset means the key is not verified")
-    connect_timeout_seconds: int = Field(default=10, ge=1, le=120,
+    connect_timeout_seconds: int = Field(default=10, ge=PER_DIAL_TIMEOUT_SECONDS[0], le=PER_DIAL_TIMEOUT_SECONDS[1],
                                          description="per attempt; an unreachable switch fails after "
                                                      "attempts x timeout")
-    connect_attempts: int = Field(default=2, ge=1, le=10, description="SSH dial attempts before giving up")
+    connect_attempts: int = Field(default=2, ge=DIAL_ERROR_LIMIT[0], le=DIAL_ERROR_LIMIT[1],
+                                  description="SSH dial attempts before giving up")
     ports: SwitchPorts
     roce: RoceSettings = RoceSettings()
 

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from pulumi_policy import PolicyConfigSchema
 
+from labrules.commands import DIAL_ERROR_LIMIT, PER_DIAL_TIMEOUT_SECONDS
+
 from .declare import ADVISORY, resource_policy
 from .props import UNKNOWN, as_int, props_of, reveal, settings
 
 REMOTE_TYPES = ("command:remote:Command", "command:remote:CopyToRemote", "command:remote:CopyFile")
 
 TIMEOUT_SCHEMA = PolicyConfigSchema(properties={
-    "minPerDialTimeout": {"type": "integer", "minimum": 1, "default": 1,
+    "minPerDialTimeout": {"type": "integer", "minimum": 1, "default": PER_DIAL_TIMEOUT_SECONDS[0],
                           "description": "shortest allowed connection.perDialTimeout, seconds"},
-    "maxPerDialTimeout": {"type": "integer", "minimum": 1, "default": 30,
+    "maxPerDialTimeout": {"type": "integer", "minimum": 1, "default": PER_DIAL_TIMEOUT_SECONDS[1],
                           "description": "longest allowed connection.perDialTimeout, seconds"},
-    "minDialErrorLimit": {"type": "integer", "minimum": 1, "default": 1,
+    "minDialErrorLimit": {"type": "integer", "minimum": 1, "default": DIAL_ERROR_LIMIT[0],
                           "description": "fewest allowed connection attempts (connection.dialErrorLimit)"},
-    "maxDialErrorLimit": {"type": "integer", "minimum": 1, "default": 10,
+    "maxDialErrorLimit": {"type": "integer", "minimum": 1, "default": DIAL_ERROR_LIMIT[1],
                           "description": "most allowed connection attempts; -1 (retry forever) is never allowed"},
 })
 

@@ -5,6 +5,7 @@ import copy
 import pytest
 from policy_helpers import find, props, violations
 
+import labrules.commands
 from rules import commands, kubernetes, secrets
 
 WORKER_PATH = "spec.mpiReplicaSpecs.Worker.template.spec.containers[0]"
@@ -158,18 +159,22 @@ def test_kubernetes_secret_with_each_value_secret_passes(lab):
 
 # ---------------------------------------------------------------- connect timeout
 
+TIMEOUT, ATTEMPTS = labrules.commands.PER_DIAL_TIMEOUT_SECONDS, labrules.commands.DIAL_ERROR_LIMIT
+
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda c: c.pop("perDialTimeout"),
-     "connection to 172.16.31.2 does not set perDialTimeout; set it between 1 and 30 s so an unreachable machine "
+     f"connection to 172.16.31.2 does not set perDialTimeout; set it between {TIMEOUT[0]} and {TIMEOUT[1]} s so an "
+     "unreachable machine "
      "fails the update instead of stalling it"),
     (lambda c: c.pop("dialErrorLimit"),
-     "connection to 172.16.31.2 does not set dialErrorLimit; set it between 1 and 10 so an unreachable machine "
+     f"connection to 172.16.31.2 does not set dialErrorLimit; set it between {ATTEMPTS[0]} and {ATTEMPTS[1]} so an "
+     "unreachable machine "
      "fails the update instead of stalling it"),
-    (lambda c: c.update(dialErrorLimit=-1), "connection to 172.16.31.2 sets dialErrorLimit to -1; keep it between 1 "
-                                            "and 10"),
-    (lambda c: c.update(perDialTimeout=120), "connection to 172.16.31.2 sets perDialTimeout to 120; keep it between 1 "
-                                             "and 30 s"),
+    (lambda c: c.update(dialErrorLimit=-1), "connection to 172.16.31.2 sets dialErrorLimit to -1; keep it between "
+                                            f"{ATTEMPTS[0]} and {ATTEMPTS[1]}"),
+    (lambda c: c.update(perDialTimeout=TIMEOUT[1] + 1),
+     f"connection to 172.16.31.2 sets perDialTimeout to {TIMEOUT[1] + 1}; keep it between {TIMEOUT[0]} and {TIMEOUT[1]} s"),
 ])
 def test_unbounded_connection_attempts_are_reported(lab, mutate, message):
     mutate(props(lab, "sw01-config")["connection"])
