@@ -10,6 +10,10 @@ relax_gc()  # first, before the SDK and component imports: see components/runtim
 
 import pulumi  # noqa: E402  (this and the imports below come after relax_gc on purpose)
 
+from components.sdk_internals import install_program_patches
+
+install_program_patches()  # before any resource: see components/sdk_internals.py
+
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.model import ConfigError

@@ -21,14 +21,38 @@ registers a Kubernetes object the typed classes cannot carry.
   (tests that build one component and inspect its Outputs). The public way is to assert inside an
   `apply` of a `@pulumi.runtime.test` function; `pulumi.runtime.sync_await._sync_await` is what that
   decorator itself uses.
+- `install_program_patches()`, run once at the top of `__main__.py` (so under the real engine and
+  under `make plan`'s mocks alike), replaces two SDK functions the real preview spends most of
+  the program's event-loop time in (README, Benchmark):
+  - `pulumi.runtime.stack.wait_for_rpcs`, which `run_pulumi_func` calls after the program body.
+    After the RPCs drain, the SDK waits for the tracked Outputs (`SETTINGS.outputs`) with
+    `asyncio.wait(FIRST_COMPLETED)` in a loop: every completion re-arms a callback on every task
+    still pending, quadratic in the Outputs a large stack leaves outstanding. `_wait_for_rpcs`
+    keeps the SDK's own function for the RPC half and watches each Output once: a done-callback
+    per task, the tasks awaited in the order they finish (so the first failure is re-raised the
+    moment it happens, as before), Outputs created meanwhile picked up at each wake-up, and the
+    RPC/Output cycle repeated until both are empty, as the SDK does.
+  - `pulumi.log.debug`, which the SDK calls several times per registration step (`resource.py`,
+    `rpc_manager.py`, `invoke.py`) and which is a blocking `Log` RPC to the engine on the event
+    loop's thread: half of the program's wall time in a 128-worker preview. The engine gives a
+    program no sign that debug output is wanted (`pulumi preview --debug` only changes what the
+    CLI displays, `-v`/`--logflow` reach plugins, not the program), so SDK debug messages are
+    dropped unless GPU_LAB_SDK_DEBUG=1 is set (then `--debug` shows them again). Info, warnings
+    and errors (`pulumi.log.info/warn/error`) are untouched.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections import deque
 from typing import Any
 
+import pulumi.log
+import pulumi.runtime.stack
 from pulumi.runtime import get_root_resource
 from pulumi.runtime import rpc as _rpc
+from pulumi.runtime.settings import SETTINGS, _get_rpc_manager
 from pulumi.runtime.sync_await import _sync_await
 
 CHECKED_AGAINST = {"pulumi": "3.272.0"}
@@ -55,3 +79,66 @@ def is_secret_value(value: Any) -> bool:
 def resolved(output: Any) -> tuple[Any, bool]:
     """The Output's value and whether it is secret, waiting for both."""
     return _sync_await(output.future()), _sync_await(output.is_secret())
+
+
+# ---------------------------------------------------------------- program patches
+
+SDK_DEBUG_ENV = "GPU_LAB_SDK_DEBUG"
+_sdk_wait_for_rpcs = pulumi.runtime.stack.wait_for_rpcs
+_sdk_log_debug = pulumi.log.debug
+
+
+def install_program_patches() -> None:
+    """Swap in the linear Output wait and, unless GPU_LAB_SDK_DEBUG=1, silent SDK debug logs (idempotent)."""
+    pulumi.runtime.stack.wait_for_rpcs = _wait_for_rpcs
+    pulumi.log.debug = _sdk_log_debug if os.environ.get(SDK_DEBUG_ENV) == "1" else _no_debug_log
+
+
+def _no_debug_log(msg: str, resource: Any = None, stream_id: int | None = None, ephemeral: bool | None = None) -> None:
+    """pulumi.log.debug's signature; sends nothing."""
+
+
+async def _wait_for_rpcs(await_all_outstanding_tasks: bool = True) -> None:
+    """pulumi.runtime.stack.wait_for_rpcs, with each tracked Output watched once instead of once per wave."""
+    while True:
+        await _sdk_wait_for_rpcs(await_all_outstanding_tasks=False)  # the RPC half, the SDK's own
+        if not await_all_outstanding_tasks:
+            return
+        await _wait_for_tracked_outputs()
+        if not _get_rpc_manager().rpcs:  # an Output may have started another RPC: again, as the SDK does
+            return
+
+
+async def _wait_for_tracked_outputs() -> None:
+    """Every task in SETTINGS.outputs, and those added meanwhile, to completion; the first to fail re-raises."""
+    loop = asyncio.get_running_loop()
+    finished: deque[asyncio.Future] = deque()
+    watched: set[asyncio.Future] = set()
+    wake: list[asyncio.Future] = []
+
+    def on_done(task: asyncio.Future) -> None:
+        finished.append(task)
+        if wake and not wake[0].done():
+            wake[0].set_result(None)
+
+    try:
+        while True:
+            with SETTINGS.lock:  # the SDK's protocol: take the tracked tasks out, new ones land in the set
+                new = list(SETTINGS.outputs)
+                SETTINGS.outputs.clear()
+            for task in new:
+                if task not in watched:
+                    watched.add(task)
+                    task.add_done_callback(on_done)  # already done: called on the next loop turn
+            if not finished:
+                if not watched:
+                    return
+                wake[:] = [loop.create_future()]
+                await wake[0]
+            while finished:
+                task = finished.popleft()
+                watched.discard(task)
+                await task  # done: re-raises its exception (or CancelledError) here, as the SDK does
+    finally:
+        for task in watched:  # only when raising: the SDK also stops waiting on the rest then
+            task.remove_done_callback(on_done)

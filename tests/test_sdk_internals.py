@@ -7,8 +7,10 @@ The facts pinned are the Python SDK's own (pulumi/pulumi `sdk/python/lib/pulumi/
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import inspect
+import time
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -165,3 +167,130 @@ def test_flat_custom_resource_registers_like_the_kubernetes_classes():
         f"pulumi_kubernetes {INSTALLED['pulumi_kubernetes']} sends version {typed.version!r}, "
         f"pulumi-plugin.json says {KUBERNETES_PLUGIN_VERSION!r}")
     assert flat.provider == typed.provider
+
+
+# ---------------------------------------------------------------- program patches (install_program_patches)
+
+
+def test_run_pulumi_func_still_looks_wait_for_rpcs_up_in_its_module():
+    # The patch replaces the module attribute; it only takes effect while run_pulumi_func (what
+    # the real entry point and pulumi.runtime.test both end in) finds the function by that name.
+    from pulumi.runtime import stack
+
+    if not inspect.iscoroutinefunction(getattr(stack, "wait_for_rpcs", None)):
+        sdk_changed("pulumi.runtime.stack.wait_for_rpcs", "it is gone or no longer a coroutine function")
+    if parameters(sdk_internals._sdk_wait_for_rpcs) != ["await_all_outstanding_tasks"]:
+        sdk_changed("pulumi.runtime.stack.wait_for_rpcs",
+                    f"parameters are now {parameters(sdk_internals._sdk_wait_for_rpcs)}, was (await_all_outstanding_tasks)")
+    if "wait_for_rpcs" not in stack.run_pulumi_func.__code__.co_names:
+        sdk_changed("pulumi.runtime.stack.run_pulumi_func", "no longer calls wait_for_rpcs by its module name")
+
+
+def test_tracked_outputs_are_still_a_set_of_futures_under_a_lock():
+    from pulumi.runtime.settings import SETTINGS
+
+    if not isinstance(getattr(SETTINGS, "outputs", None), set) or not hasattr(SETTINGS.lock, "acquire"):
+        sdk_changed("pulumi.runtime.settings.SETTINGS.outputs",
+                    "the tracked Output tasks are no longer a set guarded by SETTINGS.lock")
+    if "_track" not in vars(pulumi.Output) or "SETTINGS" not in pulumi.Output._track.__code__.co_names:
+        sdk_changed("pulumi.Output._track", "Outputs no longer register their task in SETTINGS.outputs")
+    if not hasattr(sdk_internals._get_rpc_manager(), "rpcs"):
+        sdk_changed("pulumi.runtime.settings._get_rpc_manager", "the RPC manager has no `rpcs` list")
+
+
+def test_log_debug_keeps_its_signature_and_is_the_only_level_dropped(monkeypatch):
+    import pulumi.log
+
+    if parameters(sdk_internals._sdk_log_debug) != parameters(sdk_internals._no_debug_log):
+        sdk_changed("pulumi.log.debug", f"parameters are now {parameters(sdk_internals._sdk_log_debug)}")
+    monkeypatch.setattr(pulumi.log, "debug", pulumi.log.debug)  # restored after the test
+    for level in ("info", "warn", "error"):
+        monkeypatch.setattr(pulumi.log, level, getattr(pulumi.log, level))
+    before = {level: getattr(pulumi.log, level) for level in ("info", "warn", "error")}
+    monkeypatch.delenv(sdk_internals.SDK_DEBUG_ENV, raising=False)
+    sdk_internals.install_program_patches()
+    assert pulumi.log.debug is sdk_internals._no_debug_log
+    assert {level: getattr(pulumi.log, level) for level in before} == before
+    monkeypatch.setenv(sdk_internals.SDK_DEBUG_ENV, "1")
+    sdk_internals.install_program_patches()
+    assert pulumi.log.debug is sdk_internals._sdk_log_debug
+
+
+@pytest.fixture
+def patched_wait(monkeypatch):
+    from pulumi.runtime import stack
+
+    monkeypatch.setattr(stack, "wait_for_rpcs", sdk_internals._wait_for_rpcs)
+
+
+def test_patched_wait_still_waits_for_every_output_even_those_made_while_waiting(patched_wait):
+    # Outputs that start only after others finish (apply chains the program never awaits) must
+    # all complete before the run ends, as with the SDK's own wait.
+    seen = []
+
+    def program():
+        async def slow(step):
+            await asyncio.sleep(0.001 * (step % 3))
+            seen.append(step)
+            return step
+
+        def chain(value):
+            if value % 40 != 39:
+                pulumi.Output.from_input(slow(value + 1)).apply(chain)
+            return value
+
+        for start in range(0, 200, 40):
+            pulumi.Output.from_input(slow(start)).apply(chain)
+
+    run_under_mocks(program)
+    if sorted(seen) != list(range(200)):
+        sdk_changed("pulumi.runtime.settings.SETTINGS.outputs",
+                    f"the patched wait_for_rpcs returned with {200 - len(seen)} of 200 Outputs unfinished")
+
+
+def test_patched_wait_raises_an_apply_failure_like_the_sdk(monkeypatch):
+    from pulumi.runtime import stack
+
+    def program():
+        pulumi.Output.from_input("x").apply(lambda _: 1 / 0)
+        pulumi.CustomResource("sdkcheck:index:Thing", "thing", {"plain": "value"})
+
+    raised = {}
+    for name, wait in (("sdk", sdk_internals._sdk_wait_for_rpcs), ("patched", sdk_internals._wait_for_rpcs)):
+        monkeypatch.setattr(stack, "wait_for_rpcs", wait)
+        with pytest.raises(Exception) as caught:
+            run_under_mocks(program)
+        raised[name] = type(caught.value)
+    assert raised == {"sdk": ZeroDivisionError, "patched": ZeroDivisionError}
+
+
+def test_patched_wait_is_linear_where_the_sdk_is_quadratic(monkeypatch):
+    # The point of the patch. Outputs that finish one at a time while many are pending (the
+    # real engine answering registrations one by one): the SDK re-arms asyncio.wait over every
+    # pending task at each completion. 2 000 such Outputs: the SDK about 2 s on this machine,
+    # the patch a few ms; the ratio, not the absolute time, is asserted.
+    from pulumi.runtime import stack
+
+    def program():
+        loop = asyncio.get_event_loop()
+        gates = [loop.create_future() for _ in range(2000)]
+
+        async def gated(i):
+            await gates[i]
+            if i + 1 < len(gates):
+                loop.call_soon(gates[i + 1].set_result, None)
+            return i
+
+        for i in range(len(gates)):
+            pulumi.Output.from_input(gated(i))
+        loop.call_soon(gates[0].set_result, None)
+
+    seconds = {}
+    for name, wait in (("sdk", sdk_internals._sdk_wait_for_rpcs), ("patched", sdk_internals._wait_for_rpcs)):
+        monkeypatch.setattr(stack, "wait_for_rpcs", wait)
+        started = time.process_time()
+        run_under_mocks(program)
+        seconds[name] = time.process_time() - started
+    if seconds["patched"] * 5 > seconds["sdk"]:
+        sdk_changed("pulumi.runtime.stack.wait_for_rpcs",
+                    f"the SDK's own wait is no longer much slower ({seconds}); the patch may be unneeded")

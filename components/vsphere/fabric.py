@@ -62,6 +62,9 @@ class RoceFabric(pulumi.ComponentResource):
     management_port_group: vsphere.DistributedPortGroup
     host_summary: pulumi.Output[dict]
     """Per worker host: its vmk device and address on the RDMA network."""
+    host_ids: dict[str, pulumi.Output[str]]
+    """vSphere id of each worker host, by name: looked up once here, reused by LabVms (each lookup
+    is a provider invoke that searches vCenter's inventory)."""
 
     def __init__(self, name: str, args: RoceFabricArgs, opts: pulumi.ResourceOptions | None = None):
         vs = args.vsphere
@@ -78,7 +81,7 @@ class RoceFabric(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=pulumi.InvokeOptions(parent=self))
-        host_ids = {
+        self.host_ids = host_ids = {
             h.name: vsphere.get_host_output(name=h.name, datacenter_id=datacenter.id,
                                             opts=pulumi.InvokeOptions(parent=self)).id
             for h in args.hosts

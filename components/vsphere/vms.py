@@ -112,10 +112,7 @@ class LabVms(pulumi.ComponentResource):
         management_host = vsphere.get_host_output(name=vs.management_host, datacenter_id=datacenter.id, opts=invoke)
         management_host_network = vsphere.get_network_output(
             name=vs.networks.management.management_host_network, datacenter_id=datacenter.id, opts=invoke)
-        host_ids = {
-            h.name: vsphere.get_host_output(name=h.name, datacenter_id=datacenter.id, opts=invoke).id
-            for h in vs.worker_hosts
-        }
+        host_ids = args.fabric.host_ids  # the fabric's lookups: the same worker hosts, in the same datacenter
 
         self.machines = {}
         summary: dict[str, pulumi.Output] = {}
