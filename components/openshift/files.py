@@ -467,8 +467,14 @@ def render_csr_script(
 BOOT_LOADERS = ("pxelinux.0", "grubx64.efi")
 
 
-def _use_sudo(plan: ClusterPlan) -> str:
-    return "no" if plan.config.helper.user == "root" else "yes"
+def _helper_script(plan: ClusterPlan, name: str, values: dict[str, shell_templates.Value]) -> str:
+    """A script that runs on the helper node from its staging dir, through sudo unless it logs in as root."""
+    helper = plan.config.helper
+    return _script(name, {
+        "USE_SUDO": "no" if helper.user == "root" else "yes",
+        "STAGING_DIR": helper.paths.staging,
+        **values,
+    })
 
 
 def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
@@ -488,9 +494,7 @@ def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
 def render_dns_install(plan: ClusterPlan) -> str:
     """Check the staged dnsmasq config, put it and the hosts file in place, restart dnsmasq."""
     paths = plan.config.helper.paths
-    return _script("install-dns.sh", {
-        "USE_SUDO": _use_sudo(plan),
-        "STAGING_DIR": paths.staging,
+    return _helper_script(plan, "install-dns.sh", {
         "HOSTS_FILE": paths.hosts_file,
         "DNSMASQ_CONF": paths.dnsmasq_conf,
     })
@@ -499,9 +503,7 @@ def render_dns_install(plan: ClusterPlan) -> str:
 def render_lb_install(plan: ClusterPlan) -> str:
     """Check the staged haproxy.cfg, put it in place, reload HAProxy."""
     paths = plan.config.helper.paths
-    return _script("install-lb.sh", {
-        "USE_SUDO": _use_sudo(plan),
-        "STAGING_DIR": paths.staging,
+    return _helper_script(plan, "install-lb.sh", {
         "HAPROXY_CFG": paths.haproxy_cfg,
     })
 
@@ -511,9 +513,7 @@ def render_pxe_install(plan: ClusterPlan) -> str:
     oc = plan.config
     paths = oc.helper.paths
     local_images = [loc for loc in (oc.rhcos.kernel, oc.rhcos.initramfs, oc.rhcos.rootfs) if not urlsplit(loc).scheme]
-    return _script("install-pxe.sh", {
-        "USE_SUDO": _use_sudo(plan),
-        "STAGING_DIR": paths.staging,
+    return _helper_script(plan, "install-pxe.sh", {
         "TFTP_ROOT": paths.tftp_root,
         "REQUIRED_FILES": [f"{paths.tftp_root}/{loader}" for loader in BOOT_LOADERS]
                           + [f"{paths.http_root}/{image}" for image in local_images],
@@ -532,9 +532,7 @@ def ignition_files(plan: ClusterPlan) -> dict[str, str]:
 def render_ignition_install(plan: ClusterPlan) -> str:
     """Publish the installer's ignition files on the helper's HTTP server."""
     paths = plan.config.helper.paths
-    return _script("publish-ignition.sh", {
-        "USE_SUDO": _use_sudo(plan),
-        "STAGING_DIR": paths.staging,
+    return _helper_script(plan, "publish-ignition.sh", {
         "HTTP_ROOT": paths.http_root,
         "IGNITION_FILES": list(ignition_files(plan).values()),
     })
