@@ -191,21 +191,20 @@ def steps_for(sw: SwitchConfig) -> list[Step]:
 
 def render_apply(sw: SwitchConfig) -> str:
     """The script that configures the switch for RoCE."""
-    body = [line for step in steps_for(sw) for line in step.apply]
-    if sw.os == "onyx":
-        lines = [*ONYX_PROLOGUE, *body, *ONYX_EPILOGUE]
-    else:
-        lines = [*_cumulus_prologue(sw, "RoCE configuration"), *body, NVUE_APPLY]
-    return "\n".join(lines) + "\n"
+    return _switch_script(sw, "RoCE configuration", [line for step in steps_for(sw) for line in step.apply])
 
 
 def render_revert(sw: SwitchConfig) -> str:
     """The script that takes back everything render_apply set, newest first."""
-    body = [line for step in reversed(steps_for(sw)) for line in step.revert]
+    return _switch_script(sw, "RoCE revert", [line for step in reversed(steps_for(sw)) for line in step.revert])
+
+
+def _switch_script(sw: SwitchConfig, title: str, body: list[str]) -> str:
+    """`body` between the switch OS's prologue and its closing lines (title: Cumulus's comment)."""
     if sw.os == "onyx":
         lines = [*ONYX_PROLOGUE, *body, *ONYX_EPILOGUE]
     else:
-        lines = [*_cumulus_prologue(sw, "RoCE revert"), *body, NVUE_APPLY]
+        lines = [*_cumulus_prologue(sw, title), *body, NVUE_APPLY]
     return "\n".join(lines) + "\n"
 
 
