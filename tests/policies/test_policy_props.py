@@ -12,7 +12,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from rules import props as P
 from tools import plan
-from tools.mockrun import PLACEHOLDER
+from tools.mockrun import PLACEHOLDER, redact_secrets
 
 WIRE_SECRET = {P.SIG_KEY: P.SECRET_SIG, "value": "s3cret"}
 
@@ -149,18 +149,7 @@ def test_policy_check_marks_dotted_keys_and_rejects_bad_paths():
 
 def _redacted(value, secret_paths):
     """The fixture's values with its secrets written as plan.json writes them."""
-    marked = policy_check.mark(value, secret_paths, [], "fixture")
-
-    def walk(v):
-        if isinstance(v, dict) and v.get(P.SIG_KEY) == P.SECRET_SIG:
-            return "[secret]"
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [walk(x) for x in v]
-        return v
-
-    return walk(marked)
+    return redact_secrets(policy_check.mark(value, secret_paths, [], "fixture"))
 
 
 def test_the_policy_fixture_is_what_make_plan_writes(tmp_path):
