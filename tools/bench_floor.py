@@ -129,19 +129,16 @@ def replay(manifest: Path) -> dict:
     import importlib
 
     import pulumi
-    from pulumi.runtime import rpc
-    from pulumi.runtime.settings import SETTINGS
-    from pulumi.runtime.stack import run_pulumi_func
-    from pulumi.runtime.sync_await import _sync_await
 
-    from tools.mockrun import PROJECT, LabMocks, RecordingMonitor
+    from components.sdk_internals import is_secret_value
+    from tools.mockrun import LabMocks, RecordingMonitor, run_under_mocks
 
     for module in data["providerModules"]:  # the program pays for importing its provider SDKs too
         importlib.import_module(module)
     applies = 0
 
     def plain(value: Any) -> Any:
-        if rpc.is_rpc_secret(value):
+        if is_secret_value(value):
             return pulumi.Output.secret(plain(value["value"]))
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
@@ -180,11 +177,8 @@ def replay(manifest: Path) -> dict:
             customs[i % len(customs)].id.apply(lambda v: v)
 
     monitor = RecordingMonitor(LabMocks())
-    SETTINGS.rpc_manager.clear()
-    SETTINGS.outputs.clear()
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=data["stack"], monitor=monitor)
     pulumi.runtime.set_all_config({}, [])
-    _sync_await(run_pulumi_func(program))
+    run_under_mocks(program, monitor, stack=data["stack"])
     return {"resources": len(monitor.recorded), "applies": applies, "seconds": time.perf_counter() - STARTED}
 
 
