@@ -21,6 +21,10 @@ registers a Kubernetes object the typed classes cannot carry.
   (tests that build one component and inspect its Outputs). The public way is to assert inside an
   `apply` of a `@pulumi.runtime.test` function; `pulumi.runtime.sync_await._sync_await` is what that
   decorator itself uses.
+- `config_set_in_process()`: the config `pulumi.runtime.set_all_config` set in this process
+  (`pulumi.runtime.config.CONFIG`, a context variable). `pulumi.Config` only looks keys up; the
+  engine's own config arrives through the public `get_config_env`, but tests and `make plan` set
+  theirs with `set_all_config`, which only this variable holds.
 - `install_program_patches()`, run once at the top of `__main__.py` (so under the real engine and
   under `make plan`'s mocks alike), replaces two SDK functions the real preview spends most of
   the program's event-loop time in (README, Benchmark):
@@ -50,6 +54,7 @@ from typing import Any
 
 import pulumi.log
 import pulumi.runtime.stack
+from pulumi.runtime import config as _runtime_config
 from pulumi.runtime import get_root_resource
 from pulumi.runtime import rpc as _rpc
 from pulumi.runtime.settings import SETTINGS, _get_rpc_manager
@@ -64,6 +69,11 @@ def stack_exports() -> dict[str, Any]:
     if root is None:
         raise RuntimeError("no root Stack: run the program under pulumi.runtime.set_mocks first")
     return dict(root.outputs)  # type: ignore[attr-defined]  # Stack's; AttributeError, not {}, if it goes
+
+
+def config_set_in_process() -> dict[str, str]:
+    """Every "namespace:key" -> value that `pulumi.runtime.set_all_config` set in this process."""
+    return dict(_runtime_config.CONFIG.get())
 
 
 def deserialize_properties(struct: Any) -> dict[str, Any]:

@@ -42,6 +42,18 @@ def parameters(function) -> list[str]:
 # ---------------------------------------------------------------- names and signatures
 
 
+def test_set_all_config_still_keeps_its_values_in_config():
+    from contextvars import ContextVar
+
+    from pulumi.runtime import config as runtime_config
+
+    if not isinstance(getattr(runtime_config, "CONFIG", None), ContextVar):
+        sdk_changed("pulumi.runtime.config.CONFIG", "no longer a ContextVar")
+    pulumi.runtime.set_all_config({"gpu-lab:probe": "1"}, [])
+    if sdk_internals.config_set_in_process().get("gpu-lab:probe") != "1":
+        sdk_changed("pulumi.runtime.config.CONFIG", "set_all_config no longer writes it")
+
+
 def test_deserialize_properties_is_there_with_its_signature():
     function = getattr(rpc, "deserialize_properties", None)
     if function is None:
