@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pulumi.runtime import rpc
 
 from components.addons.render import render_files as render_addons
 from components.config import gpu_lab_sections, load_lab
 from components.model import ConfigError
 from components.openshift.render import render_files as render_openshift
+from components.sdk_internals import is_secret_value
 from components.switch.render import render_files as render_switch
 from tools.mockrun import Run, run_program
 from tools.plan import tidy_numbers, write_plan
@@ -61,7 +61,7 @@ def redact_per_key(value: Any, secret: bool = False, base64_leaves: bool = False
 
     A Secret's `data` values must be base64, so theirs are redacted as base64 of the marker.
     """
-    if rpc.is_rpc_secret(value):
+    if is_secret_value(value):
         return redact_per_key(value["value"], True, base64_leaves)
     if isinstance(value, dict):
         return {k: redact_per_key(v, secret, base64_leaves or k == "data") for k, v in value.items()}
