@@ -26,6 +26,7 @@ from components.secrets import (
     load_secrets,
 )
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
+from components.vsphere.dynamic import pyvmomi_provider
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
 
@@ -49,15 +50,16 @@ def main() -> None:
 
     vms = None
     if lab.vsphere is not None and vcenter is not None:  # set together above
+        pyvmomi = pulumi.ResourceOptions(providers=[pyvmomi_provider()])  # see pyvmomi_provider
         fabric = RoceFabric("roce", RoceFabricArgs(
-            vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless))
+            vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless), pyvmomi)
         vms = LabVms("vms", LabVmsArgs(
             vsphere=lab.vsphere,
             vms=plan.vms,
             fabric=fabric,
             vcenter=vcenter,
             extra_config=openshift.vm_extra_config if openshift else {},
-        ))
+        ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("vms", vms.vm_summary)
 

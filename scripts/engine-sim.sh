@@ -111,15 +111,24 @@ cat >"$WORK/proj/__main__.py" <<'EOF'
 """The repo's pyvmomi resources under the real engine, against vcsim."""
 import pulumi
 
-from components.vsphere.dynamic import HostAdvancedOption, HostFirewallRuleset, VcenterConnection, VmVgpuProfile
+from components.vsphere.dynamic import (
+    HostAdvancedOption,
+    HostFirewallRuleset,
+    VcenterConnection,
+    VmVgpuProfile,
+    pyvmomi_provider,
+)
 
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
                          password=cfg.require_secret("password"), insecure=True)  # vcsim: self-signed
 host = cfg.require("host")
-HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True)
-HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.require("vmknic"))
-vgpu = VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), cfg.require("vgpuProfile"))
+# First the engine's default provider, as stacks created before pyvmomi_provider existed; then
+# the program's explicit one.
+opts = pulumi.ResourceOptions(provider=pyvmomi_provider()) if cfg.get_bool("explicitProvider") else None
+HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
+HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.require("vmknic"), opts=opts)
+vgpu = VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), cfg.require("vgpuProfile"), opts=opts)
 pulumi.export("vgpuOriginal", vgpu.original)
 EOF
 cd "$WORK/proj"
@@ -172,6 +181,17 @@ grep -qF "$VM_ID" "$STATE_FILE" || fail "no state file at $STATE_FILE (the grep 
 grep -rqF "$SIM_PASSWORD" "$WORK/state" "$WORK/proj" "$WORK/export.json" && fail "the password is in clear in the state"
 pass "password: secret ciphertext in inputs and outputs of the 3 resources, nowhere in clear in the state"
 
+# ---------------------------------------------------------------- explicit provider
+# The default pulumi-python provider's inputs are the whole stack config; the program's own is
+# configured with nothing. Moving existing resources to it must neither replace nor update them.
+run config.log pulumi config set explicitProvider true
+run up-provider.log pulumi up --yes --policy-pack "$PACK"
+{ grep -q '1 created' "$WORK/up-provider.log" && grep -q '4 unchanged' "$WORK/up-provider.log" \
+    && ! grep -qE 'replace|updated|deleted' "$WORK/up-provider.log"; } \
+    || { cat "$WORK/up-provider.log"; fail "the switch to the explicit provider creates it and changes nothing else"; }
+expect_state "after the provider switch" "ruleset=True option='vmk1' vgpu='grid_v100-8c' devices=1 power=poweredOn"
+pass "explicit provider: created, the 3 resources moved to it unchanged"
+
 # ---------------------------------------------------------------- update
 run config.log pulumi config set vgpuProfile grid_v100-16c
 run up2.log pulumi up --yes --policy-pack "$PACK"
@@ -183,7 +203,7 @@ pass "update: vGPU profile changed in place to grid_v100-16c"
 
 # ---------------------------------------------------------------- destroy
 run destroy.log pulumi destroy --yes
-grep -q '4 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 4 resources"; }
+grep -q '5 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 5 resources"; }
 expect_state "after destroy" "$BEFORE"
 pass "destroy: vSphere back to $BEFORE"
 

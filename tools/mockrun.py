@@ -49,6 +49,11 @@ class Recorded:
     custom: bool
     inputs: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict)
+    provider: str = ""  # an explicit provider's reference ("<urn>::<id>"); empty for the default provider
+
+    @property
+    def provider_name(self) -> str | None:
+        return self.provider.split("::")[-2] if self.provider else None
 
     @property
     def parent_name(self) -> str | None:
@@ -202,7 +207,7 @@ class RecordingMonitor(MockMonitor):
             inputs = deserialize_properties(request.object)
             self.recorded.append(Recorded(
                 type=request.type, name=request.name, urn=response.urn, parent_urn=request.parent,
-                custom=bool(request.custom), inputs=inputs,
+                custom=bool(request.custom), inputs=inputs, provider=request.provider,
             ))
         return response
 

@@ -88,6 +88,7 @@ def plan_document(run: Run) -> dict:
                 "urn": r.urn,
                 "parent": urns.get(r.parent_urn),
                 "custom": r.custom,
+                **({"provider": r.provider_name} if r.provider else {}),
                 "inputs": describe_assets(tidy_numbers(r.redacted())),
                 "secretInputs": r.secret_paths(),
             }

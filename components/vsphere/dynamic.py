@@ -23,6 +23,8 @@ How the engine runs these (and why the code looks like it does):
   ``kind`` input that the policy pack keys on (docs/resource-contract.md).
 - A failure is one line (host or VM, setting, vSphere call, reason), not a traceback: see
   ``_Failures`` and ``_OneLineTraceback``.
+- They are served by an explicit provider with no configuration (``pyvmomi_provider``), not
+  the engine's default ``pulumi-python`` provider, whose inputs are the whole stack config.
 """
 
 from __future__ import annotations
@@ -148,6 +150,23 @@ def _connection_props(conn: VcenterConnection) -> dict[str, Any]:
         "insecure": conn.insecure,
         "port": conn.port,
     }
+
+
+DYNAMIC_PACKAGE = "pulumi-python"
+
+
+def pyvmomi_provider(name: str = "pyvmomi", opts: pulumi.ResourceOptions | None = None) -> pulumi.ProviderResource:
+    """The provider for these resources: the dynamic provider, configured with nothing.
+
+    The engine configures the default ``pulumi-python`` provider with every key of the stack's
+    config, secrets included (``Target.GetPackageConfig`` in pulumi/pulumi's
+    pkg/resource/deploy/target.go), and sends a resource's provider inputs with it on each
+    policy-pack request, two per resource, writing them to its log each time. Everything these
+    resources need arrives as their own inputs, so their provider needs no config. Switching an
+    existing stack over replaces nothing: the dynamic provider has no DiffConfig, and the
+    engine then keeps the resources (``providerChanged`` in pkg/resource/deploy/step_generator.go).
+    """
+    return pulumi.ProviderResource(DYNAMIC_PACKAGE, name, {}, opts)
 
 
 def _with_secret_outputs(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:

@@ -39,8 +39,9 @@ def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
     passed = [line for line in proc.stdout.splitlines() if line.startswith("PASS ")]
     assert [line.split()[1] for line in passed] == ["vcsim", "stack", "preview"], out
     # Every resource of the sim stack is planned: 3 worker hosts x (vmk + 4 host settings),
-    # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 1 anti-affinity rule, 2 components and the stack.
-    assert re.search(r"PASS preview --policy-pack policies: 31 to create", proc.stdout), out
+    # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 1 anti-affinity rule, 2 components, the
+    # pyvmomi resources' explicit provider and the stack.
+    assert re.search(r"PASS preview --policy-pack policies: 32 to create", proc.stdout), out
 
 
 def test_sim_preview_refuses_up_on_a_lab_stack():

@@ -70,6 +70,19 @@ def test_each_worker_host_gets_the_settings_pulumi_vsphere_cannot_express(lab, k
         assert "password" in r.secret_paths()
 
 
+def test_pyvmomi_resources_have_their_own_provider_configured_with_nothing(lab):
+    # The engine would configure the default pulumi-python provider with every key of the stack
+    # config, secrets included, and send those inputs with each resource on every policy-pack
+    # request (pulumi/pulumi pkg/resource/deploy/target.go, Target.GetPackageConfig).
+    (provider,) = lab.of_type("pulumi:providers:pulumi-python")
+    assert provider.name == "pyvmomi"
+    assert provider.inputs == {}
+    dynamic = lab.of_type(DYNAMIC)
+    assert len(dynamic) == 20
+    assert {r.provider_name for r in dynamic} == {"pyvmomi"}
+    assert {r.provider for r in dynamic} == {f"{provider.urn}::{provider.name}-id"}
+
+
 def test_vms_sizes_nics_and_placement(lab):
     vms = {r.plain()["name"]: r for r in lab.of_type(VM)}
     assert sorted(vms) == ["bs01", "m01", "m02", "m03",
