@@ -3,6 +3,7 @@ with the real engine and provider plugins against vcsim on a loopback port, alon
 that judges nothing, and with `--policy-pack policies`.
 
     python -m tools.bench_preview [--workers 512] [--rounds N] [--kinds alone,empty,pack] [--tree DIR]
+                                  [--baseline DIR]
 
 The sim stack (Pulumi.sim.yaml: the lab mapped onto vcsim's inventory, vSphere section only) is
 widened to N workers on 128 worker hosts (vcsim started with that many hosts) and written as
@@ -13,8 +14,11 @@ from the benchmarking range 198.18.0.0/15 (RFC 2544); preview contacts none of t
 Three previews, interleaved when repeated (``--rounds``): the stack alone, with a pack that
 judges nothing (the analyzer protocol's own cost: the plugin, its start, a Remediate and an
 Analyze round trip per resource, AnalyzeStack), and with policies/. Prints the medians, the
-resource count and what each pack adds. Exit 0 when every preview ran, 77 with
-"SKIP <reason>" when the sim stack, the engine or a provider plugin is missing, 1 on failure.
+resource count and what each pack adds. ``--baseline`` adds a fourth preview to each round, of
+another checkout (an earlier commit) with its own pack, and prints the ratio of the two previews
+with the pack: a before/after measured in one run, where the machine's load moves both.
+Exit 0 when every preview ran, 77 with "SKIP <reason>" when the sim stack, the engine or a
+provider plugin is missing, 1 on failure.
 """
 
 from __future__ import annotations
@@ -124,6 +128,16 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _stage(tree: Path, work: Path, workers: int) -> Path:
+    """A copy of `tree` in `work` with its sim stack widened to `workers` workers."""
+    _copy_tree(tree, work)
+    sim = yaml.safe_load((work / "Pulumi.sim.yaml").read_text())
+    (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, workers), sort_keys=False))
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    return work
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=512)
@@ -133,50 +147,62 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"which previews, comma-separated, of {', '.join(KINDS)}")
     parser.add_argument("--tree", type=Path, default=REPO,
                         help="the working tree to preview (default: this one)")
+    parser.add_argument("--baseline", type=Path,
+                        help="a checkout of an earlier commit: its preview with its own pack joins each round, "
+                             "and the tree's preview with the pack is printed as a ratio of it")
     args = parser.parse_args(argv)
     kinds = tuple(k for k in KINDS if k in args.kinds.split(","))
     if not kinds or set(args.kinds.split(",")) - set(KINDS):
         parser.error(f"--kinds takes a comma-separated list of {', '.join(KINDS)}")
-    missing = [name for name in SIM_FILES if not (args.tree / name).is_file()]
-    if missing:
-        print(f"SKIP the sim stack is not in {args.tree}: no {', '.join(missing)}")
-        return SKIP
+    if args.baseline and "pack" not in kinds:
+        parser.error("--baseline compares previews with the pack: --kinds must include pack")
+    for tree in filter(None, (args.tree, args.baseline)):
+        missing = [name for name in SIM_FILES if not (tree / name).is_file()]
+        if missing:
+            print(f"SKIP the sim stack is not in {tree}: no {', '.join(missing)}")
+            return SKIP
     env = dict(os.environ)
     env.setdefault("PULUMI_CACHE_DIR", str(REPO / ".cache" / "pulumi"))
     env.setdefault("VENV", str(REPO / ".venv"))
     env.setdefault("VCSIM", str(REPO / ".cache" / "bin" / "vcsim"))
     env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
-    times: dict[str, list[float]] = {kind: [] for kind in kinds}
-    cpus: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cells = list(kinds) + (["baseline"] if args.baseline else [])
+    times: dict[str, list[float]] = {cell: [] for cell in cells}
+    cpus: dict[str, list[float]] = {cell: [] for cell in cells}
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
-        work = Path(tmp)
-        _copy_tree(args.tree, work)
-        sim = yaml.safe_load((work / "Pulumi.sim.yaml").read_text())
-        (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, args.workers), sort_keys=False))
-        subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
-        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+        work = _stage(args.tree, Path(tmp) / "tree", args.workers)
+        baseline = _stage(args.baseline, Path(tmp) / "baseline", args.workers) if args.baseline else None
         for round_ in range(args.rounds):
-            shift = round_ % len(kinds)  # no kind always runs first
-            for kind in kinds[shift:] + kinds[:shift]:
-                seconds, counts[kind], cpu = _preview(work, kind, env)
-                times[kind].append(seconds)
-                cpus[kind].append(cpu)
-                print(f"  round {round_ + 1}: {kind:5} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
+            shift = round_ % len(cells)  # no cell always runs first
+            for cell in cells[shift:] + cells[:shift]:
+                if cell == "baseline":
+                    assert baseline is not None
+                    seconds, counts[cell], cpu = _preview(baseline, "pack", env)
+                else:
+                    seconds, counts[cell], cpu = _preview(work, cell, env)
+                times[cell].append(seconds)
+                cpus[cell].append(cpu)
+                print(f"  round {round_ + 1}: {cell:8} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
                       f"stack set-up included: {cpu:.0f} s)", flush=True)
-    print(f"real preview, {args.workers} workers ({max(counts.values())} resources to create), "
+    print(f"real preview, {args.workers} workers ({counts[kinds[0]]} resources to create), "
           f"vcsim with {HOSTS} hosts, "
           f"median of {args.rounds} interleaved round(s); seconds of the preview, then CPU seconds of every process "
           "of the run (vcsim and stack set-up included):")
-    for kind in kinds:
-        print(f"  {LABELS[kind]:58} {statistics.median(times[kind]):4.0f} s {_runs(times[kind]):14} "
-              f"CPU {statistics.median(cpus[kind]):4.0f} s {_runs(cpus[kind])}")
+    labels = dict(LABELS, baseline=f"the baseline ({args.baseline}) with its pack")
+    for cell in cells:
+        print(f"  {labels[cell]:58} {statistics.median(times[cell]):4.0f} s {_runs(times[cell]):14} "
+              f"CPU {statistics.median(cpus[cell]):4.0f} s {_runs(cpus[cell])}")
     if "alone" in kinds:
         for kind in ("empty", "pack"):
             if kind in kinds:
                 print(f"  {'the empty pack' if kind == 'empty' else 'the pack'} adds "
                       f"{_adds(times['alone'], times[kind])} to the preview, "
                       f"{_adds(cpus['alone'], cpus[kind])} to the CPU")
+    if baseline is not None:
+        per_round = ", ".join(f"{t / b:.2f}" for b, t in zip(times["baseline"], times["pack"], strict=True))
+        ratio = statistics.median(times["pack"]) / statistics.median(times["baseline"])
+        print(f"  with the pack, this tree takes {ratio:.2f} times the baseline's preview (per round: {per_round})")
     return 0
 
 

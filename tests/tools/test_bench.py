@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools import bench, bench_floor, mockrun
+from tools import bench, bench_floor, bench_preview, mockrun
 
 
 def test_sizes_are_independent_of_order_and_each_runs_in_a_fresh_process(tmp_path, monkeypatch):
@@ -56,3 +56,16 @@ def test_registration_gc_settings_are_restored_after_a_run():
     before = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
     mockrun.run_program(bench.scaled_lab(4), stack="gc")
     assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def test_bench_preview_refuses_a_baseline_without_the_pack_preview(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench_preview.main(["--kinds", "alone", "--baseline", "."])
+    assert exit_.value.code == 2
+    assert "--baseline compares previews with the pack" in capsys.readouterr().err
+
+
+def test_bench_preview_skips_a_baseline_without_the_sim_stack(tmp_path, capsys):
+    assert bench_preview.main(["--baseline", str(tmp_path)]) == bench_preview.SKIP
+    assert capsys.readouterr().out.startswith(f"SKIP the sim stack is not in {tmp_path}: no Pulumi.sim.yaml")
+
