@@ -17,7 +17,7 @@ from required_tools import require_path
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
 SCRIPT = ROOT / "scripts" / "engine-sim.sh"
-STEPS = 7  # PASS lines engine-sim.sh prints when every step succeeds
+STEPS = 8  # PASS lines engine-sim.sh prints when every step succeeds
 _TIMEOUT_S = 300  # ~11 s on 2 idle cores; generous for a loaded CI machine
 
 @pytest.fixture(autouse=True)
@@ -44,5 +44,5 @@ def test_engine_sim_passes():
     assert len(passed) == STEPS and not any(line.startswith("FAIL") for line in lines), out
     # The steps that matter, in order, each with a timing.
     for line, what in zip(passed, ["vcsim", "project", "preview --policy-pack", "up --policy-pack",
-                                   "password", "update", "destroy"], strict=True):
+                                   "password", "explicit provider", "update", "destroy"], strict=True):
         assert line.startswith(f"PASS {what}") and re.search(r"\(\d+s\)$", line), line
