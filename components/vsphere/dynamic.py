@@ -155,7 +155,7 @@ def _connection_props(conn: VcenterConnection) -> dict[str, Any]:
 DYNAMIC_PACKAGE = "pulumi-python"
 
 
-def pyvmomi_provider(name: str = "pyvmomi", opts: pulumi.ResourceOptions | None = None) -> pulumi.ProviderResource:
+def pyvmomi_provider() -> pulumi.ProviderResource:
     """The provider for these resources: the dynamic provider, configured with nothing.
 
     The engine configures the default ``pulumi-python`` provider with every key of the stack's
@@ -166,7 +166,7 @@ def pyvmomi_provider(name: str = "pyvmomi", opts: pulumi.ResourceOptions | None 
     existing stack over replaces nothing: the dynamic provider has no DiffConfig, and the
     engine then keeps the resources (``providerChanged`` in pkg/resource/deploy/step_generator.go).
     """
-    return pulumi.ProviderResource(DYNAMIC_PACKAGE, name, {}, opts)
+    return pulumi.ProviderResource(DYNAMIC_PACKAGE, "pyvmomi", {})
 
 
 def _with_secret_outputs(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
