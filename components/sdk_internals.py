@@ -17,6 +17,13 @@ registers a Kubernetes object the typed classes cannot carry.
   recording monitor reads the RegisterResource request itself because the public
   `MockResourceArgs` carry no parent URN, which the plan's tree needs; `pulumi.runtime.rpc` is not
   among `pulumi.runtime`'s exports.
+- `unwrap_secret(value)`, `is_unknown(value)`: what `components/vsphere/dynamic.py`'s providers
+  make of the properties `pulumi.dynamic` hands them, raw from the wire: a secret may still be
+  wrapped (`pulumi.runtime.rpc.unwrap_rpc_secret`), and a value not known during preview is a
+  `pulumi.output.Unknown`: `pulumi.dynamic`'s Check and Diff decode their inputs with
+  `keep_unknowns`, which turns the wire's `pulumi.runtime.rpc.UNKNOWN` string into one (the
+  string itself is accepted too). The dynamic provider interface has no public helper for
+  either.
 - `resolved(output)`: an Output's value and secretness, awaited from outside the SDK's event loop
   (tests that build one component and inspect its Outputs). The public way is to assert inside an
   `apply` of a `@pulumi.runtime.test` function; `pulumi.runtime.sync_await._sync_await` is what that
@@ -54,6 +61,7 @@ from typing import Any
 
 import pulumi.log
 import pulumi.runtime.stack
+from pulumi.output import Unknown as _Unknown
 from pulumi.runtime import config as _runtime_config
 from pulumi.runtime import get_root_resource
 from pulumi.runtime import rpc as _rpc
@@ -84,6 +92,16 @@ def deserialize_properties(struct: Any) -> dict[str, Any]:
 def is_secret_value(value: Any) -> bool:
     """True for a deserialized property value the program marked secret."""
     return _rpc.is_rpc_secret(value)
+
+
+def unwrap_secret(value: Any) -> Any:
+    """A property value as a dynamic provider received it, without the engine's secret wrapper."""
+    return _rpc.unwrap_rpc_secret(value)
+
+
+def is_unknown(value: Any) -> bool:
+    """True for what a dynamic provider receives, during preview, for a value not yet known."""
+    return isinstance(value, _Unknown) or (isinstance(value, str) and value == _rpc.UNKNOWN)
 
 
 def resolved(output: Any) -> tuple[Any, bool]:

@@ -71,6 +71,32 @@ def test_is_rpc_secret_is_there_with_its_signature():
         sdk_changed("pulumi.runtime.rpc.is_rpc_secret", f"parameters are now {parameters(function)}, was (value)")
 
 
+def test_unwrap_rpc_secret_is_there_and_unwraps_the_wire_form():
+    function = getattr(rpc, "unwrap_rpc_secret", None)
+    if function is None:
+        sdk_changed("pulumi.runtime.rpc.unwrap_rpc_secret", "it is gone")
+    if parameters(function) != ["value"]:
+        sdk_changed("pulumi.runtime.rpc.unwrap_rpc_secret", f"parameters are now {parameters(function)}, was (value)")
+    # The engine's secret wire form (sdk/go/common/resource/sig in pulumi/pulumi).
+    wrapped = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "s3cret"}
+    if sdk_internals.unwrap_secret(wrapped) != "s3cret" or sdk_internals.unwrap_secret("plain") != "plain":
+        sdk_changed("pulumi.runtime.rpc.unwrap_rpc_secret", "no longer returns a wrapped secret's value")
+
+
+def test_unknown_is_still_the_preview_placeholder_string():
+    placeholder = getattr(rpc, "UNKNOWN", None)
+    if not isinstance(placeholder, str):
+        sdk_changed("pulumi.runtime.rpc.UNKNOWN", f"it is now {placeholder!r}, was a string")
+    # pulumi.dynamic's Check and Diff decode with keep_unknowns (sdk/python/lib/pulumi/dynamic/__main__.py).
+    struct = rpc.struct_pb2.Struct()
+    struct.update({"id": placeholder})
+    value = rpc.deserialize_properties(struct, keep_unknowns=True)["id"]
+    if not sdk_internals.is_unknown(value):
+        sdk_changed("pulumi.output.Unknown", f"an unknown value now deserializes as {value!r}")
+    assert sdk_internals.is_unknown(placeholder)
+    assert not sdk_internals.is_unknown("vm-62") and not sdk_internals.is_unknown(None)
+
+
 def test_the_root_stack_keeps_its_exports_in_outputs():
     if "outputs" not in inspect.get_annotations(Stack):
         sdk_changed("pulumi.runtime.stack.Stack.outputs", "Stack no longer declares an `outputs` dict")

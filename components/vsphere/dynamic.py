@@ -45,7 +45,8 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
-from pulumi.runtime import rpc
+
+from components.sdk_internals import is_unknown, unwrap_secret
 
 
 class VsphereOperationError(RuntimeError):
@@ -179,11 +180,11 @@ def _plain(props: dict[str, Any]) -> dict[str, Any]:
     The engine strips secrets before calling a provider that does not accept them, but a
     wrapped secret reaching us must not end up as a dict where a password belongs.
     """
-    return {k: rpc.unwrap_rpc_secret(v) for k, v in props.items() if k != "__provider"}
+    return {k: unwrap_secret(v) for k, v in props.items() if k != "__provider"}
 
 
 def _known(value: Any) -> bool:
-    return value is not None and value != rpc.UNKNOWN
+    return value is not None and not is_unknown(value)
 
 
 class _SettingProvider(ResourceProvider):

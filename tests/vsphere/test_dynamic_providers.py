@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from google.protobuf import struct_pb2
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
@@ -279,7 +280,11 @@ def test_vgpu_delete_restores_a_profile_found_at_create(si, conn_props):
 )
 def test_check_reports_bad_inputs_by_property(provider, inputs, failing):
     conn = {"server": "vc.lab.example", "user": "administrator", "password": "x", "insecure": True, "port": 443}
-    result = provider.check({}, {"kind": provider.kind, **conn, **inputs})
+    # Decoded as pulumi.dynamic's Check decodes the engine's request (keep_unknowns: an unknown
+    # becomes a pulumi.output.Unknown; sdk/python/lib/pulumi/dynamic/__main__.py).
+    struct = struct_pb2.Struct()
+    struct.update({"kind": provider.kind, **conn, **inputs})
+    result = provider.check({}, rpc.deserialize_properties(struct, True))
     assert [f.property for f in result.failures] == failing
 
 
