@@ -32,6 +32,7 @@ Input (STACK.json): either a list of resources or an object::
         "name": "sckubw01",                                        # logical name
         "urn": "urn:pulumi:...",          # optional; else built from stack/project/parent chain
         "parent": "lab-vms",              # optional; name (unique) or URN of another resource
+        "provider": "pyvmomi",            # optional; name or URN of the explicit provider resource
         "properties": {...},              # inputs as the engine sees them (camelCase keys)
         "outputs": {...},                 # optional; what AnalyzeStack sees (default: properties)
         "secretPaths": ["connection.password"],   # values the engine would carry as secrets
@@ -43,7 +44,10 @@ Input (STACK.json): either a list of resources or an object::
 Paths are ``a.b[0].c``, with ``a["b.c"]`` for keys that contain dots (unquoted dotted keys are
 found too when unambiguous). ``inputs`` and ``secretInputs`` are accepted for ``properties`` and
 ``secretPaths`` (the names plan.json uses). A value already in the engine's wire form (the secret signature object)
-is passed through unchanged. Secret values never appear in the output.
+is passed through unchanged. Secret values never appear in the output. A resource's
+``provider`` reaches the pack as the CLI sends it (``args.provider``: the provider resource's
+type, name, URN and inputs); a plan holds only explicit providers, where the CLI would also
+send the default provider of the others.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ class Resource:
     outputs: dict
     dependencies: list[str] = field(default_factory=list)
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    provider: str = ""  # URN of an explicit provider resource in the same stack
 
 
 @dataclass
@@ -167,6 +172,12 @@ def parse_stack(data: Any) -> Stack:
         target = ref(value, where)
         return target if isinstance(target, str) else urn_of(target)
 
+    def provider_ref(value: str, where: str) -> str:
+        target = ref(value, where)
+        if isinstance(target, str) or not raw[target]["type"].startswith("pulumi:providers:"):
+            raise CheckError(f"{where}: {value!r} is not a provider resource in this stack")
+        return urn_of(target)
+
     resources = []
     for i, r in enumerate(raw):
         where = f"resource {r['name']!r}"
@@ -181,6 +192,7 @@ def parse_stack(data: Any) -> Stack:
             dependencies=[urn_ref(d, f"{where} dependencies") for d in r.get("dependencies", [])],
             property_dependencies={k: [urn_ref(d, f"{where} propertyDependencies") for d in v]
                                    for k, v in (r.get("propertyDependencies") or {}).items()},
+            provider=provider_ref(r["provider"], f"{where} provider") if r.get("provider") else "",
         ))
     return Stack(project, stack, data.get("organization", "organization"), bool(data.get("dryRun", True)),
                  data.get("config") or {}, resources)
@@ -611,11 +623,22 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
     remediates = needs_remediate_pass(levels)
     in_flight: list = []
     structs: dict[str, struct_pb2.Struct] = {}  # built once; AnalyzeStack reuses them for outputs
+    providers: dict[str, analyzer_pb2.AnalyzerProviderResource] = {}  # the CLI sends one with each resource
+
+    def provider_of(r: Resource) -> analyzer_pb2.AnalyzerProviderResource | None:
+        if not r.provider:
+            return None
+        if r.provider not in providers:
+            p = by_urn[r.provider]
+            providers[r.provider] = analyzer_pb2.AnalyzerProviderResource(
+                type=p.type, properties=to_struct(p.properties), urn=p.urn, name=p.name)
+        return providers[r.provider]
+
     for r in stack.resources:
         structs[r.urn] = to_struct(r.properties)
         request = analyzer_pb2.AnalyzeRequest(
             type=r.type, properties=structs[r.urn], urn=r.urn, name=r.name,
-            options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent))
+            options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent), provider=provider_of(r))
         if remediates:
             client.Remediate(request)  # first pass, as the step generator does
         # Requests go out while earlier answers are computed; answers are read in resource order.

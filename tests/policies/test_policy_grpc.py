@@ -178,3 +178,40 @@ def test_the_command_line_writes_json_and_sets_the_exit_status(tmp_path, stack_f
     failed = subprocess.run(cmd + [str(broken_input)], capture_output=True, text=True, env=env, timeout=120)
     assert failed.returncode == 2
     assert "property path 'nope' does not exist" in failed.stderr
+
+
+PROVIDER_PROBE = """from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationPolicy
+
+
+def report_provider(args, report_violation):
+    p = args.provider
+    if p is not None:
+        report_violation(f"{p.resource_type} {p.name} {p.urn} {dict(p.props)}")
+
+
+PolicyPack("probe", enforcement_level=EnforcementLevel.ADVISORY, policies=[
+    ResourceValidationPolicy(name="provider-probe", description="reports args.provider", validate=report_provider)])
+"""
+
+
+def test_a_resource_s_explicit_provider_reaches_the_pack_as_the_cli_sends_it(tmp_path):
+    # The CLI sends the provider resource with each resource's Analyze request (pulumi/pulumi
+    # pkg/resource/deploy/step_generator.go analyzeAll, AnalyzerResource.Provider); pulumi_policy
+    # hands it to a rule as args.provider.
+    (tmp_path / "PulumiPolicy.yaml").write_text(f"runtime:\n  name: python\n  options:\n"
+                                                f"    virtualenv: {sys.prefix}\n")
+    (tmp_path / "__main__.py").write_text(PROVIDER_PROBE)
+    stack = policy_check.parse_stack([
+        {"type": "pulumi:providers:pulumi-python", "name": "pyvmomi", "properties": {"region": "none"}},
+        {"type": "pulumi-python:dynamic:Resource", "name": "served", "provider": "pyvmomi", "properties": {}},
+        {"type": "pulumi-python:dynamic:Resource", "name": "default", "properties": {}},
+    ])
+    report = policy_check.check(stack, tmp_path)
+    assert [(v.resource, v.message) for v in report.verdicts] == [(
+        "served", "pulumi:providers:pulumi-python pyvmomi "
+        "urn:pulumi:lab::gpu-lab::pulumi:providers:pulumi-python::pyvmomi {'region': 'none'}")]
+
+
+def test_a_provider_that_is_not_a_provider_resource_is_refused():
+    with pytest.raises(policy_check.CheckError, match="resource 'b' provider: 'a' is not a provider resource"):
+        policy_check.parse_stack([{"type": "x:y:Z", "name": "a"}, {"type": "x:y:Z", "name": "b", "provider": "a"}])
