@@ -172,15 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-preview.") as tmp:
         work = _stage(args.tree, Path(tmp) / "tree", args.workers)
-        baseline = _stage(args.baseline, Path(tmp) / "baseline", args.workers) if args.baseline else None
+        runs = {kind: (work, kind) for kind in kinds}  # cell -> (staged tree, kind of preview)
+        if args.baseline:
+            runs["baseline"] = (_stage(args.baseline, Path(tmp) / "baseline", args.workers), "pack")
         for round_ in range(args.rounds):
             shift = round_ % len(cells)  # no cell always runs first
             for cell in cells[shift:] + cells[:shift]:
-                if cell == "baseline":
-                    assert baseline is not None
-                    seconds, counts[cell], cpu = _preview(baseline, "pack", env)
-                else:
-                    seconds, counts[cell], cpu = _preview(work, cell, env)
+                seconds, counts[cell], cpu = _preview(*runs[cell], env)
                 times[cell].append(seconds)
                 cpus[cell].append(cpu)
                 print(f"  round {round_ + 1}: {cell:8} {seconds:4.0f} s (CPU of every process of the run, vcsim and "
@@ -199,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {'the empty pack' if kind == 'empty' else 'the pack'} adds "
                       f"{_adds(times['alone'], times[kind])} to the preview, "
                       f"{_adds(cpus['alone'], cpus[kind])} to the CPU")
-    if baseline is not None:
+    if args.baseline:
         per_round = ", ".join(f"{t / b:.2f}" for b, t in zip(times["baseline"], times["pack"], strict=True))
         ratio = statistics.median(times["pack"]) / statistics.median(times["baseline"])
         print(f"  with the pack, this tree takes {ratio:.2f} times the baseline's preview (per round: {per_round})")
