@@ -54,29 +54,27 @@ def test_set_all_config_still_keeps_its_values_in_config():
         sdk_changed("pulumi.runtime.config.CONFIG", "set_all_config no longer writes it")
 
 
-def test_deserialize_properties_is_there_with_its_signature():
-    function = getattr(rpc, "deserialize_properties", None)
+def pinned_rpc_function(name: str, expected: list[str], was: str, *, leading_only: bool = False) -> None:
+    """`pulumi.runtime.rpc.<name>` exists and takes `expected` (or starts with it: `leading_only`)."""
+    function = getattr(rpc, name, None)
     if function is None:
-        sdk_changed("pulumi.runtime.rpc.deserialize_properties", "it is gone")
-    if parameters(function)[:1] != ["props_struct"]:
-        sdk_changed("pulumi.runtime.rpc.deserialize_properties",
-                    f"parameters are now {parameters(function)}, was (props_struct, keep_unknowns, ...)")
+        sdk_changed(f"pulumi.runtime.rpc.{name}", "it is gone")
+    found = parameters(function)
+    if (found[:len(expected)] if leading_only else found) != expected:
+        sdk_changed(f"pulumi.runtime.rpc.{name}", f"parameters are now {found}, was {was}")
+
+
+def test_deserialize_properties_is_there_with_its_signature():
+    pinned_rpc_function("deserialize_properties", ["props_struct"], "(props_struct, keep_unknowns, ...)",
+                        leading_only=True)
 
 
 def test_is_rpc_secret_is_there_with_its_signature():
-    function = getattr(rpc, "is_rpc_secret", None)
-    if function is None:
-        sdk_changed("pulumi.runtime.rpc.is_rpc_secret", "it is gone")
-    if parameters(function) != ["value"]:
-        sdk_changed("pulumi.runtime.rpc.is_rpc_secret", f"parameters are now {parameters(function)}, was (value)")
+    pinned_rpc_function("is_rpc_secret", ["value"], "(value)")
 
 
 def test_unwrap_rpc_secret_is_there_and_unwraps_the_wire_form():
-    function = getattr(rpc, "unwrap_rpc_secret", None)
-    if function is None:
-        sdk_changed("pulumi.runtime.rpc.unwrap_rpc_secret", "it is gone")
-    if parameters(function) != ["value"]:
-        sdk_changed("pulumi.runtime.rpc.unwrap_rpc_secret", f"parameters are now {parameters(function)}, was (value)")
+    pinned_rpc_function("unwrap_rpc_secret", ["value"], "(value)")
     # The engine's secret wire form (sdk/go/common/resource/sig in pulumi/pulumi).
     wrapped = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "s3cret"}
     if sdk_internals.unwrap_secret(wrapped) != "s3cret" or sdk_internals.unwrap_secret("plain") != "plain":
