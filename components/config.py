@@ -6,6 +6,7 @@ Each section lives beside the component that uses it and contributes its own rul
     gpu-lab:openshift  -> components.openshift.config.OpenShiftConfig   (optional)
     gpu-lab:switches   -> components.switch.config.SwitchConfig list    (optional)
     gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
+    gpu-lab:lifecycle  -> components.config.Lifecycle                   (optional)
 
 `load_lab` is the single entry point: it returns a LabConfig or raises one ConfigError
 listing every problem, before any resource is registered. Each section's structure is checked
@@ -44,10 +45,20 @@ from components.switch.config import check as check_switches
 from components.vsphere.config import VsphereConfig
 from components.vsphere.config import check as check_vsphere
 
-SECTIONS = ("vsphere", "openshift", "switches", "addons")
+SECTIONS = ("vsphere", "openshift", "switches", "addons", "lifecycle")
 """Config keys under the `gpu-lab:` namespace that hold structured sections."""
 
 NAMESPACE = "gpu-lab"
+
+
+class Lifecycle(Model):
+    """How the engine may treat what this stack built (not what it builds)."""
+
+    protect: bool = Field(
+        default=False,
+        description="protect the resources a lab cannot lose without a rebuild (control-plane VMs, the vDS, "
+                    "the OpenShift install): the engine refuses to delete or replace them until this is false "
+                    "and `pulumi up` has run")
 
 
 class LabConfig(Model):
@@ -55,6 +66,7 @@ class LabConfig(Model):
     openshift: OpenShiftConfig | None = None
     switches: list[SwitchConfig] = Field(default_factory=list)
     addons: AddonsConfig = Field(default_factory=AddonsConfig)
+    lifecycle: Lifecycle = Field(default_factory=Lifecycle)
 
     @cached_property
     def plan(self) -> LabPlan:
@@ -141,9 +153,9 @@ def load_lab(sections: Mapping[str, Any]) -> LabConfig:
         guess = closest(key, [*SECTIONS, *_secret_keys()])
         problems.append(Problem(key, f"{message}; did you mean {guess}?" if guess else message))
     given = {k: v for k, v in sections.items() if k in SECTIONS}
-    if not given and not problems:
+    if not set(given) - {"lifecycle"} and not problems:
         problems.append(Problem(NAMESPACE, f"no configuration: the stack sets none of {NAMESPACE}:"
-                                           f"{f', {NAMESPACE}:'.join(SECTIONS)}, so there is nothing to build"))
+                                           f"{f', {NAMESPACE}:'.join(SECTIONS[:-1])}, so there is nothing to build"))
     validated: dict[str, Any] = {}
     sound = set(SECTIONS)
     for key, value in given.items():

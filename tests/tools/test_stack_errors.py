@@ -53,7 +53,7 @@ TWICE = lab_with("    cluster: gpu-cluster\n", "    cluster: gpu-cluster\n    cl
 # (id, stack file text, fragments every one of which must be in the error output)
 CASES = [
     ("section-typo-switch", lab_data(renamed("gpu-lab:switches", "gpu-lab:switch")),
-     ["switch: unknown section", "allowed: vsphere, openshift, switches, addons", "did you mean switches?"]),
+     ["switch: unknown section", "allowed: vsphere, openshift, switches, addons, lifecycle", "did you mean switches?"]),
     ("section-typo-addon", lab_data(renamed("gpu-lab:addons", "gpu-lab:addon")),
      ["addon: unknown section", "did you mean addons?"]),
     ("section-typo-vsphre", lab_data(renamed("gpu-lab:vsphere", "gpu-lab:vsphre")),

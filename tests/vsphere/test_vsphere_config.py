@@ -256,7 +256,7 @@ def test_every_rule_problem_is_reported_at_once(lab_sections):
 
 def test_unknown_section(lab_sections):
     lab_sections["vsphre"] = {}
-    msg = only(lab_sections, "vsphre: unknown section; allowed: vsphere, openshift, switches, addons")
+    msg = only(lab_sections, "vsphre: unknown section; allowed: vsphere, openshift, switches, addons, lifecycle")
     assert msg
 
 
