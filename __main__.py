@@ -16,8 +16,9 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
+from components.identity import LabIdentity, guard_provider, identity_of
 from components.model import ConfigError
-from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
+from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
 from components.secrets import (
     MissingSecretError,
     check_required_secrets,
@@ -44,9 +45,13 @@ def main() -> None:
         raise pulumi.RunError(str(err)) from None
     plan = lab.plan  # the facts the sections share, derived once
 
+    # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take.
+    LabIdentity("lab-identity", identity_of(plan), pulumi.ResourceOptions(provider=guard_provider()))
+
     openshift = None
     if plan.cluster is not None:
-        openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(cluster=plan.cluster, secrets=secrets))
+        openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(
+            cluster=plan.cluster, secrets=secrets, protect=lab.lifecycle.protect))
 
     vms = None
     if lab.vsphere is not None and vcenter is not None:  # set together above
@@ -63,6 +68,11 @@ def main() -> None:
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("vms", vms.vm_summary)
 
+    nodes = None
+    if openshift is not None and plan.cluster is not None:
+        nodes = ClusterNodes("openshift-nodes", ClusterNodesArgs(
+            cluster=plan.cluster, install=openshift, machines=vms.machines if vms else {}))
+
     for switch in plan.switches:
         SpectrumSwitch(switch.name, SpectrumSwitchArgs(
             switch=switch, hosts=plan.switch_hosts(switch), password=secrets.switch_password(switch.name)))
@@ -72,7 +82,8 @@ def main() -> None:
             lab=plan.addons,
             secrets=secrets,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
-        ), pulumi.ResourceOptions(depends_on=[vms] if vms else []))
+        # Deleted before the nodes are drained and the VMs go.
+        ), pulumi.ResourceOptions(depends_on=[r for r in (vms, nodes) if r is not None]))
 
 
 if __name__ == "__main__":

@@ -11,13 +11,16 @@ import copy
 
 from components.config import load_lab
 from components.openshift.files import (
+    pull_secret_patches,
     render_csr_script,
-    render_dns_install,
-    render_ignition_install,
+    render_helper_step,
+    render_ignition_publish,
     render_ignition_script,
-    render_lb_install,
-    render_pxe_install,
+    render_patch_script,
+    render_remove_node_script,
     render_wait_script,
+    ssh_key_patches,
+    vcenter_credential_patches,
 )
 from components.roce.host import render_baremetal_script
 from components.switch.config import SwitchConfig
@@ -67,16 +70,22 @@ def rendered_scripts(awkward: bool = False) -> dict[str, str]:
         helper = {**helper, "paths": {"staging": AWKWARD_DIR, "tftpRoot": "/srv/'tftp'", "httpRoot": "/srv/$www"}}
     for label, p in (("sudo", openshift_plan(helper=helper)),
                      ("root", openshift_plan(helper={**helper, "user": "root"}))):
-        scripts[f"install-dns-{label}.sh"] = render_dns_install(p)
-        scripts[f"install-lb-{label}.sh"] = render_lb_install(p)
-        scripts[f"install-pxe-{label}.sh"] = render_pxe_install(p)
-        scripts[f"publish-ignition-{label}.sh"] = render_ignition_install(p)
+        for action in ("install", "remove"):
+            for step in ("dns", "lb", "pxe"):
+                scripts[f"helper-{step}-{action}-{label}.sh"] = render_helper_step(p, step, action)
+            scripts[f"helper-ignition-{action}-{label}.sh"] = render_ignition_publish(p, "bootstrap.ign", action)
     p = openshift_plan(helper=helper)
     oc = p.config
     scripts["create-ignition.sh"] = render_ignition_script(directory, oc.installer)
     scripts["create-ignition-single-node.sh"] = render_ignition_script(directory, oc.installer, single_node=True)
     scripts["wait-for.sh"] = render_wait_script(directory, oc.installer, "bootstrap-complete")
-    scripts["approve-csrs.sh"] = render_csr_script(p, oc.oc, f"{directory}/auth/kubeconfig")
+    scripts["create-ignition-compact.sh"] = render_ignition_script(directory, oc.installer,
+                                                                   schedulable_control_plane=True)
+    scripts["approve-csrs.sh"] = render_csr_script(p, oc.oc, ["dgx-0"])
+    scripts["remove-node.sh"] = render_remove_node_script(p, oc.oc, "dgx-0")
+    for role, patches in (("pull-secret", pull_secret_patches("")), ("ssh-key", ssh_key_patches("")),
+                          ("vcenter", vcenter_credential_patches("vc.example.test", "", ""))):
+        scripts[f"patch-cluster-{role}.sh"] = render_patch_script(oc.oc, patches)
     scripts["hosts-baremetal.sh"] = render_baremetal_script(
         3, "dscp", 9000, lossless=True, interfaces=["enp5s0", "enp132s0"], switches=["sw1", "sw2"])
     scripts["hosts-baremetal-no-interfaces.sh"] = render_baremetal_script(

@@ -61,11 +61,13 @@ def test_the_declared_parameters_are_the_contract():
     with pytest.raises(ValueError, match="was given"):
         render("components.openshift", "wait-for.sh", {**given, "WAIT_STAGE": "x", "EXTRA": "y"})
     with pytest.raises(ValueError, match="newline"):
-        render("components.openshift", "publish-ignition.sh", {
-            "USE_SUDO": "no", "STAGING_DIR": "/s", "HTTP_ROOT": "/h", "IGNITION_FILES": ["a\nb"]})
+        render("components.openshift", "helper-pxe.sh", {
+            "ACTION": "install", "USE_SUDO": "no", "STAGING_DIR": "/s", "TFTP_ROOT": "/t",
+            "REQUIRED_FILES": [], "MENU_FILES": ["a\nb"]})
     with pytest.raises(TypeError, match="yes/no"):
-        render("components.openshift", "publish-ignition.sh", {
-            "USE_SUDO": False, "STAGING_DIR": "/s", "HTTP_ROOT": "/h", "IGNITION_FILES": []})
+        render("components.openshift", "helper-ignition.sh", {
+            "ACTION": "install", "USE_SUDO": False, "STAGING_DIR": "/s", "HTTP_ROOT": "/h", "FILE_NAME": "a.ign",
+            "WEB_GROUP": "apache"})
 
 
 def test_a_template_runs_as_is_with_its_values_in_the_environment(tmp_path):

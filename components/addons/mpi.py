@@ -18,8 +18,22 @@ from components.addons.kube import Kube, metadata
 API_VERSION = "kubeflow.org/v2beta1"
 
 
+CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+
+
+def retain_crds(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """Keep the operator's CRDs when it is switched off or the stack is destroyed: deleting a CRD
+    deletes every object of its kind, the users' MPIJobs among them."""
+    if args.type_ != CRD_TYPE:
+        return None
+    return pulumi.ResourceTransformResult(
+        props=args.props, opts=pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(retain_on_delete=True)))
+
+
 def deploy_mpi_operator(kube: Kube) -> pulumi.Resource:
-    return k8s.yaml.v2.ConfigFile(kube.child("mpi-operator"), file=versions.MPI_OPERATOR_MANIFEST, opts=kube.opts())
+    # The manifest's objects are the provider's children of this component: a transform reaches them.
+    return k8s.yaml.v2.ConfigFile(kube.child("mpi-operator"), file=versions.MPI_OPERATOR_MANIFEST,
+                                  opts=kube.opts(transforms=[retain_crds]))
 
 
 def mpijob(name: str, namespace: str, *, workers: int, slots_per_worker: int, launcher: dict[str, Any],

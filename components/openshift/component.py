@@ -1,18 +1,39 @@
-"""OpenShiftUpi: the user-provisioned-infrastructure install of the OpenShift guide as resources.
+"""OpenShiftUpi and ClusterNodes: the user-provisioned-infrastructure install of the OpenShift
+guide as resources, built for a cluster that runs for years.
+
+OpenShiftUpi (the `openshift` component):
 
 1. `<name>-ignition` (local Command): install-config on stdin, `openshift-install create
-   ignition-configs` in an install dir the stack owns; ignition files and kubeconfig come back
-   on stdout, kept secret. Re-runs only when install-config changes.
-2. The helper node (remote CopyToRemote + Command over SSH): dnsmasq, HAProxy, PXE menus and
-   the ignition files (on a Command's stdin: they are unknown until the installer ran) are
-   staged, checked and put in place; each service is restarted only when the hash of its files
-   changes (the triggers, never secret).
-3. Optional lifecycle: `wait-for bootstrap-complete`, CSR approval limited to the configured
-   node names, `wait-for install-complete`.
+   manifests` and `create ignition-configs` in an install dir the stack owns. It runs once per
+   cluster: its script, install-config and installer are first-boot inputs the engine ignores
+   after create, because running it again makes a new cluster CA, kubeconfig and kubeadmin (an
+   install dir is not meant to be re-used, and the bootstrap certificates expire after 24 h).
+   Its stdout keeps, secret, what the running cluster needs later: the ignition (master.ign and
+   worker.ign point at the machine-config server and stay valid for as long as its CA, 10 years,
+   so a worker added later boots from the same file: Red Hat, "Adding compute machines to vSphere"
+   for user-provisioned infrastructure), the admin kubeconfig and password, metadata.json and the
+   installer's state. A deliberate re-install is `pulumi destroy` and `pulumi up` (docs/day2.md).
+2. The helper node (remote Commands over SSH): dnsmasq, HAProxy, PXE menus and each ignition file,
+   sent on the Command's stdin, checked in a private directory that is removed again, and put in
+   place; a changed file updates its Command, which installs again (pulumi-command runs `create`
+   on an update when `update` is unset), and each Command's delete removes what it installed.
+   bootstrap.ign has a Command of its own, so it leaves the web server with the bootstrap node.
+3. Credentials of the running cluster: a rotated pull secret, SSH key or (platform vsphere)
+   vCenter password is patched into the cluster by a local Command that runs on update only
+   (creating it runs nothing: the installer put the first value there).
+4. `wait-for bootstrap-complete` (optional), once.
+
+ClusterNodes (the `openshift-nodes` component, after the VMs): one local Command per node that
+approves that node's CSRs only, until it has joined, and whose delete drains it and deletes it
+from the cluster before its machine goes; then `wait-for install-complete` (optional), once.
 
 vSphere nodes get their ignition through VM extra_config (`vm_extra_config`, consumed by
 LabVms): the bootstrap VM a small pointer to the helper's HTTP server, the others the
 installer's master/worker ignition, plus static ip= kernel arguments.
+
+pulumi-command v1.2.1 (provider/pkg/provider/common/inputs.go, remote|local/commandController.go)
+decides what runs: only `triggers` replaces; any other input change is an Update that runs
+`update` when set, else `create` when set, else nothing; delete runs the old state's `delete`.
 """
 
 from __future__ import annotations
@@ -20,36 +41,49 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 from pulumi_command import local, remote
 
 from components.openshift.config import ClusterPlan
 from components.openshift.files import (
+    file_bundle,
+    helper_files,
     ignition_files,
+    install_dir_bundle,
     load_balancer_intent,
+    masters_schedulable,
     network_kargs,
     parse_ignition_stdout,
+    patch_bundle,
+    pull_secret_patches,
     render_csr_script,
-    render_dns_install,
-    render_ignition_install,
+    render_helper_step,
+    render_ignition_publish,
     render_ignition_script,
     render_install_config,
-    render_lb_install,
+    render_patch_script,
     render_pointer_ignition,
-    render_pxe_install,
+    render_remove_node_script,
     render_wait_script,
-    sha256,
-    staged_files,
+    ssh_key_patches,
+    vcenter_credential_patches,
     vm_extra_config,
 )
 from components.secrets import LabSecrets, secret_output
 from labrules.openshift import API_PORT
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
+NODES_TYPE = "gpu-lab:openshift:ClusterNodes"
 DIAL_ERROR_LIMIT = 10
 PER_DIAL_TIMEOUT_S = 30
+
+RUN_ONCE = ["create", "update", "delete", "stdin", "triggers", "environment", "logging", "dir", "interpreter",
+            "addPreviousOutputInEnv", "assetPaths", "archivePaths"]
+"""Every input of a local Command: a step that must run once per cluster ignores all of them after create
+(a changed script, install-config or installer reaches a new cluster only; see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +92,8 @@ class OpenShiftUpiArgs:
     """The resolved cluster: the openshift section with the vSphere VMs as nodes (openshift.config.plan)."""
     secrets: LabSecrets
     """pull_secret, ssh_public_key and helper_ssh_private_key are required (vcenter_password with platform vsphere)."""
+    protect: bool = False
+    """lifecycle.protect: the engine refuses to delete or replace the install."""
     install_dir: str | None = None
     """Overrides openshift.installDir; default build/<stack>/openshift-install."""
 
@@ -65,8 +101,12 @@ class OpenShiftUpiArgs:
 class OpenShiftUpi(pulumi.ComponentResource):
     vm_extra_config: dict[str, pulumi.Input[dict[str, str]]]
     """VM name -> extra_config (ignition and network kernel arguments) for each vSphere node."""
-    kubeconfig: pulumi.Output[str] | None
+    kubeconfig: pulumi.Output[str]
     """Secret: the installer's auth/kubeconfig, once the ignition step has run."""
+    install_files: pulumi.Output[str]
+    """Secret: the kept install assets as the lifecycle scripts read them on stdin (file_bundle)."""
+    helper_steps: list[pulumi.Resource]
+    """The helper node's services and published ignition: what a node needs to boot and join."""
     api_url: str
     install_dir: str
 
@@ -102,21 +142,30 @@ class OpenShiftUpi(pulumi.ComponentResource):
             lambda v: render_install_config(p, v[0], v[1], v[2])))
         ignition = local.Command(
             f"{name}-ignition",
-            create=render_ignition_script(self.install_dir, oc.installer, oc.single_node),
+            create=render_ignition_script(self.install_dir, oc.installer, oc.single_node, masters_schedulable(p)),
             stdin=install_config,
-            triggers=[trigger_hash(install_config)],
             delete=f"rm -rf {shlex.quote(self.install_dir)}",
-            # stdout carries the ignition files and the kubeconfig
+            # stdout carries the ignition files, the kubeconfig and the kubeadmin password
             logging=local.Logging.STDERR,
             opts=pulumi.ResourceOptions(
-                parent=self, additional_secret_outputs=["stdout"], delete_before_replace=True),
+                parent=self, additional_secret_outputs=["stdout"], delete_before_replace=True,
+                # Once per cluster: a second run would be a new cluster (module docstring).
+                ignore_changes=RUN_ONCE, protect=args.protect),
         )
         generated = secret_output(ignition.stdout).apply(parse_ignition_stdout)
         self.kubeconfig = generated.apply(lambda f: f.get("kubeconfig", ""))
+        self.install_files = generated.apply(functools.partial(install_dir_bundle, single_node=oc.single_node))
         self.vm_extra_config = self._vm_extra_config(p, generated)
 
-        published = self._deploy_helper(name, p, helper_key, generated)
-        self._lifecycle(name, p, ignition, published)
+        self.helper_steps = self._deploy_helper(name, p, helper_key, generated)
+        self._credentials(name, p, ignition, pull, ssh_key, vcenter_password)
+        if oc.wait_for_bootstrap and oc.bootstrap:
+            local.Command(
+                f"{name}-wait-bootstrap",
+                create=render_wait_script(self.install_dir, oc.installer, "bootstrap-complete"),
+                stdin=self.install_files,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=self.helper_steps, ignore_changes=RUN_ONCE),
+            )
 
         self.register_outputs({
             "apiUrl": self.api_url,
@@ -142,7 +191,6 @@ class OpenShiftUpi(pulumi.ComponentResource):
     def _deploy_helper(self, name: str, p: ClusterPlan, private_key: pulumi.Output[str],
                        generated: pulumi.Output[dict]) -> list[pulumi.Resource]:
         helper = p.config.helper
-        staging = helper.paths.staging
         conn = remote.ConnectionArgs(
             host=str(helper.address),
             port=helper.port,
@@ -151,107 +199,122 @@ class OpenShiftUpi(pulumi.ComponentResource):
             dial_error_limit=DIAL_ERROR_LIMIT,
             per_dial_timeout=PER_DIAL_TIMEOUT_S,
         )
-        installs = {"dns": render_dns_install(p), "lb": render_lb_install(p)}
-        if p.pxe_wanted:
-            installs["pxe"] = render_pxe_install(p)
-
         done: list[pulumi.Resource] = []
-        for step, files in staged_files(p).items():
-            copies = [
-                remote.CopyToRemote(
-                    f"{name}-stage-{_slug(rel)}",
-                    connection=conn,
-                    source=pulumi.StringAsset(text),
-                    remote_path=f"{staging}/{rel}",
-                    triggers=[sha256(text)],
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
-                for rel, text in files.items()
-            ]
+        for step, files in helper_files(p).items():
             done.append(remote.Command(
                 f"{name}-{step}",
                 connection=conn,
-                create=installs[step],
-                # re-run (restart the service) only when a file of this step changed
-                triggers=[sha256(text) for text in files.values()],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=copies),
+                create=render_helper_step(p, step, "install"),
+                delete=render_helper_step(p, step, "remove"),
+                # A changed file is an update, which installs again: the service restarts only
+                # when a file of its own changed.
+                stdin=file_bundle(files),
+                opts=pulumi.ResourceOptions(parent=self),
             ))
 
         # The ignition files exist only once the installer has run: during a first preview they are
-        # unknown. pulumi-command's CopyToRemote refuses an unknown source at check ("either asset or
-        # archive must be set"), so each file goes to the helper on the stdin of a Command instead (a
-        # secret string, unknown at preview is fine there), and every trigger is a plain hash.
-        ign_copies = []
-        ign_hashes = []
+        # unknown, which a Command's stdin takes (pulumi-command's CopyToRemote refuses an unknown
+        # source at check). One Command per file, so a file that leaves (bootstrap.ign with the
+        # bootstrap node) is withdrawn by its own delete.
         for key, file in ignition_files(p).items():
-            text = generated.apply(functools.partial(_file_of, key))
-            ign_hashes.append(trigger_hash(text))
-            ign_copies.append(remote.Command(
-                f"{name}-stage-{_slug(file)}",
+            slug = _slug(file)
+            done.append(remote.Command(
+                f"{name}-publish-{slug}",
                 connection=conn,
-                create=stage_from_stdin_script(f"{staging}/{file}"),
-                stdin=text,
-                triggers=[ign_hashes[-1]],
+                create=render_ignition_publish(p, file, "install"),
+                delete=render_ignition_publish(p, file, "remove"),
+                stdin=generated.apply(functools.partial(_file_of, key)),
                 logging=remote.Logging.STDERR,
-                opts=pulumi.ResourceOptions(parent=self),
+                # gpu-lab 0.1 staged each file under this name and published them all in one step.
+                opts=pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(name=f"{name}-stage-{slug}")]),
             ))
-        done.append(remote.Command(
-            f"{name}-publish-ignition",
-            connection=conn,
-            create=render_ignition_install(p),
-            triggers=ign_hashes,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=ign_copies),
-        ))
         return done
 
-    def _lifecycle(self, name: str, p: ClusterPlan, ignition: local.Command,
-                   published: list[pulumi.Resource]) -> None:
+    def _credentials(self, name: str, p: ClusterPlan, ignition: local.Command,
+                     pull: pulumi.Output[str], ssh_key: pulumi.Output[str],
+                     vcenter_password: pulumi.Output[str] | None) -> None:
+        """One local Command per credential the running cluster holds; only an update runs it."""
         oc = p.config
-        generation = trigger_hash(pulumi.Output.secret(ignition.stdout))
-        after: list[pulumi.Resource] = list(published)
-        if oc.wait_for_bootstrap and oc.bootstrap:
-            after = [local.Command(
-                f"{name}-wait-bootstrap",
-                create=render_wait_script(self.install_dir, oc.installer, "bootstrap-complete"),
-                triggers=[generation],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
-            )]
-        if oc.approve_csrs:
-            names = [n.name for n in p.nodes if n.role != "bootstrap"]
-            after = [local.Command(
-                f"{name}-approve-csrs",
-                create=render_csr_script(p, oc.oc, f"{self.install_dir}/auth/kubeconfig"),
-                triggers=[generation, *names],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
-            )]
-        if oc.wait_for_install:
+        rotations: dict[str, pulumi.Output] = {
+            "pull-secret": pulumi.Output.from_input(pull).apply(pull_secret_patches),
+            "ssh-key": pulumi.Output.from_input(ssh_key).apply(ssh_key_patches),
+        }
+        if vcenter_password is not None and oc.vcenter is not None:
+            server, user = oc.vcenter.server, oc.vcenter.user
+            rotations["vcenter-credentials"] = pulumi.Output.from_input(vcenter_password).apply(
+                lambda password: vcenter_credential_patches(server, user, password))
+        for role, patches in rotations.items():
             local.Command(
-                f"{name}-wait-install",
-                create=render_wait_script(self.install_dir, oc.installer, "install-complete"),
-                triggers=[generation],
-                # its output ends with the kubeadmin password
-                logging=local.Logging.NONE,
-                opts=pulumi.ResourceOptions(
-                    parent=self, depends_on=after, additional_secret_outputs=["stdout", "stderr"]),
+                f"{name}-{role}",
+                # No create: the installer put the first value in place.
+                update=render_patch_script(oc.oc, _patch_targets(role, oc.vcenter.server if oc.vcenter else "")),
+                stdin=secret_output(pulumi.Output.all(self.kubeconfig, patches).apply(
+                    lambda v: patch_bundle(v[0], v[1]))),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[ignition]),
             )
 
 
-def trigger_hash(content: pulumi.Input[str]) -> pulumi.Output[str]:
-    """A change detector for secret content: its SHA-256, not secret.
+def _patch_targets(role: str, server: str) -> list:
+    """A rotation's patches with empty values: the script names only their targets, so its text is the
+    same for every value (the bodies come on stdin)."""
+    if role == "pull-secret":
+        return pull_secret_patches("")
+    if role == "ssh-key":
+        return ssh_key_patches("")
+    return vcenter_credential_patches(server, "", "")
 
-    A secret must not reach `triggers`: during a preview where the content is still unknown, a
-    secret-wrapped unknown in that list stops pulumi-command ("malformed RPC secret: missing value
-    for \"triggers\""), and a known one would keep the content in the state. The one-way hash of
-    the content says when it changed and reveals nothing of it.
-    """
-    return pulumi.Output.unsecret(pulumi.Output.from_input(content).apply(lambda text: sha256(text or "")))
+
+@dataclass(frozen=True)
+class ClusterNodesArgs:
+    cluster: ClusterPlan
+    install: OpenShiftUpi
+    """The install: its kubeconfig, install assets and helper services."""
+    machines: Mapping[str, pulumi.Resource] = field(default_factory=dict)
+    """vSphere node name -> its VM: a node's Command is created after its VM and deleted before it."""
 
 
-def stage_from_stdin_script(path: str) -> str:
-    """Write stdin to ``path`` (owner-only: ignition holds certificates), replacing it atomically."""
-    target = shlex.quote(path)
-    return (f"set -eu\numask 077\nmkdir -p {shlex.quote(path.rsplit('/', 1)[0])}\n"
-            f"cat > {target}.tmp\nmv -f {target}.tmp {target}\n")
+class ClusterNodes(pulumi.ComponentResource):
+    """Each node's place in the cluster: its CSRs approved on join, drained and deleted on leave."""
+
+    def __init__(self, name: str, args: ClusterNodesArgs, opts: pulumi.ResourceOptions | None = None):
+        p = args.cluster
+        oc = p.config
+        install = args.install
+        super().__init__(NODES_TYPE, name, {"nodes": [n.name for n in p.nodes if n.role != "bootstrap"]}, opts)
+        kubeconfig: pulumi.Output[str] = pulumi.Output.secret(install.kubeconfig)
+        joined: list[pulumi.Resource] = []
+        for node in p.nodes:
+            if node.role == "bootstrap":
+                continue  # it never joins: it serves the control plane's first boot and goes
+            machine = args.machines.get(node.name)
+            joined.append(local.Command(
+                f"{name}-{node.name}",
+                # Only this node's CSRs: adding a node approves nothing for any other.
+                create=render_csr_script(p, oc.oc, [node.name]) if oc.approve_csrs else None,
+                delete=render_remove_node_script(p, oc.oc, node.name),
+                stdin=kubeconfig,
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[*install.helper_steps, *([machine] if machine is not None else [])]),
+            ))
+        if oc.wait_for_install:
+            local.Command(
+                f"{install_name(name)}-wait-install",
+                create=render_wait_script(install.install_dir, oc.installer, "install-complete"),
+                stdin=install.install_files,
+                # its output ends with the kubeadmin password
+                logging=local.Logging.NONE,
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=joined or list(install.helper_steps), ignore_changes=RUN_ONCE,
+                    additional_secret_outputs=["stdout", "stderr"],
+                    # gpu-lab 0.1 registered it under the install component.
+                    aliases=[pulumi.Alias(parent=install)]),
+            )
+        self.register_outputs({"nodes": [n.name for n in p.nodes if n.role != "bootstrap"]})
+
+
+def install_name(nodes_name: str) -> str:
+    """The install component's name for the nodes component's (`openshift-nodes` -> `openshift`)."""
+    return nodes_name.removesuffix("-nodes")
 
 
 def _slug(path: str) -> str:

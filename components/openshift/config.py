@@ -123,6 +123,9 @@ class HelperNode(Model):
     )
     http_port: int = Field(default=8080, ge=1, le=65535)
     dns_upstreams: list[IPv4] = Field(default_factory=list, description="resolvers for names outside the cluster")
+    web_group: str = Field(default="apache", pattern=r"^[a-z_][a-z0-9_-]*$",
+                           description="the group the HTTP server reads files as (RHEL httpd: apache); "
+                                       "ignition files are readable by it only")
     paths: HelperPaths = HelperPaths()
 
 

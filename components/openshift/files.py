@@ -10,6 +10,8 @@ import base64
 import hashlib
 import ipaddress
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import yaml
@@ -40,19 +42,30 @@ def control_plane_replicas(plan: ClusterPlan) -> int:
     return len(plan.of_role("control-plane"))
 
 
-def compute_replicas(plan: ClusterPlan) -> int:
-    """Every worker node, VM or bare metal.
+COMPUTE_REPLICAS = 0
+"""install-config's compute replicas, always 0, as in Red Hat's sample install-config for
+user-provisioned infrastructure: the workers are ours (VMs and bare metal), not a MachineSet's.
 
-    On platform none openshift-install creates no machines from it (pkg/asset/machines/worker.go),
-    but it makes the control plane schedulable when compute replicas are 0
-    (pkg/asset/manifests/scheduler.go) and derives the infrastructure topology from them
-    (pkg/asset/manifests/topologies.go). On platform vsphere it would also create a MachineSet
-    of that many extra worker VMs (pkg/asset/machines/worker.go); our workers exist already, so
-    there the count stays 0.
+So the worker count is not part of what the installer sees, and adding or removing a worker
+never touches the install. openshift-install creates no machines from it on platform none
+(pkg/asset/machines/worker.go) and would create a MachineSet of that many extra VMs on platform
+vsphere; with 0 it derives the infrastructure topology from the control plane
+(pkg/asset/manifests/topologies.go, determineTopologies: 3 control-plane replicas give
+HighlyAvailable) and makes the control plane schedulable (pkg/asset/manifests/scheduler.go),
+which masters_schedulable() takes back for clusters with workers.
+"""
+
+
+def masters_schedulable(plan: ClusterPlan) -> bool:
+    """Whether workloads may run on the control plane: only in a cluster installed without workers.
+
+    With compute replicas 0 the installer writes `mastersSchedulable: true` into
+    manifests/cluster-scheduler-02-config.yml (openshift/installer pkg/asset/manifests/scheduler.go);
+    the UPI procedure sets it back to false between `create manifests` and `create
+    ignition-configs` when compute nodes will join (openshift/installer docs/user/openstack/install_upi.md,
+    "Make control plane nodes unschedulable"). A compact or single-node cluster keeps it true.
     """
-    if plan.config.platform == "vsphere":
-        return 0
-    return len(plan.of_role("worker"))
+    return not plan.of_role("worker")
 
 
 def render_install_config(
@@ -65,7 +78,7 @@ def render_install_config(
         "apiVersion": "v1",
         "baseDomain": oc.base_domain,
         "metadata": {"name": oc.cluster_name},
-        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": compute_replicas(plan)}],
+        "compute": [{"name": "worker", "hyperthreading": "Enabled", "replicas": COMPUTE_REPLICAS}],
         "controlPlane": {"name": "master", "hyperthreading": "Enabled", "replicas": control_plane_replicas(plan)},
         "networking": {
             "networkType": oc.network_type,
@@ -400,85 +413,191 @@ def _script(name: str, values: dict[str, shell_templates.Value]) -> str:
     return shell_templates.render("components.openshift", name, values)
 
 
-# Files openshift-install leaves in the install dir, by the key the component reads them under.
-IGNITION_OUTPUTS = {
+# Files openshift-install leaves in the install dir that the stack keeps, by the key the component
+# reads them under: the ignition (the master and worker files are pointers to the machine-config
+# server, valid for as long as its CA, so later nodes join with them) and what a running cluster
+# needs of the install dir (the admin kubeconfig and password, metadata.json, the installer's
+# state, which `openshift-install wait-for` and `gather` read).
+INSTALL_ASSETS = {
     "bootstrap": "bootstrap.ign",
     "master": "master.ign",
     "worker": "worker.ign",
     "kubeconfig": "auth/kubeconfig",
+    "kubeadminPassword": "auth/kubeadmin-password",
+    "metadata": "metadata.json",
+    "installState": ".openshift_install_state.json",
 }
 SINGLE_NODE_IGNITION = "bootstrap-in-place-for-live-iso.ign"
 
 
-def render_ignition_script(install_dir: str, installer: str, single_node: bool = False) -> str:
-    """Shell run by the local Command: install-config on stdin, JSON of base64 results on stdout."""
+def install_assets(single_node: bool) -> dict[str, str]:
+    """Key -> path under the install dir of every file the ignition step returns."""
     if single_node:
-        target = "single-node-ignition-config"
-        files = {"master": SINGLE_NODE_IGNITION, "worker": "worker.ign", "kubeconfig": "auth/kubeconfig"}
-    else:
-        target = "ignition-configs"
-        files = IGNITION_OUTPUTS
+        return {**{k: v for k, v in INSTALL_ASSETS.items() if k != "bootstrap"}, "master": SINGLE_NODE_IGNITION}
+    return dict(INSTALL_ASSETS)
+
+
+def render_ignition_script(install_dir: str, installer: str, single_node: bool = False,
+                           schedulable_control_plane: bool = False) -> str:
+    """Shell run by the local Command: install-config on stdin, JSON of base64 results on stdout."""
     return _script("create-ignition.sh", {
         "INSTALL_DIR": install_dir,
         "INSTALLER": installer,
-        "CREATE_TARGET": target,
-        "OUTPUTS": [f"{key} {path}" for key, path in files.items()],
+        "CREATE_TARGET": "single-node-ignition-config" if single_node else "ignition-configs",
+        "MASTERS_SCHEDULABLE": "true" if single_node or schedulable_control_plane else "false",
+        "OUTPUTS": [f"{key} {path}" for key, path in install_assets(single_node).items()],
     })
 
 
 def parse_ignition_stdout(stdout: str | None) -> dict[str, str]:
-    """Decode the ignition script's stdout into {key: file text}; empty before it has run."""
+    """Decode the ignition step's stdout into {key: file text}; empty before it has run.
+
+    Stacks built before the install assets were kept hold the ignition and the kubeconfig only.
+    """
     if not stdout:
         return {}
     return {key: base64.b64decode(value).decode() for key, value in json.loads(stdout).items()}
 
 
+def file_bundle(files: Mapping[str, str]) -> str:
+    """Files as the helper and lifecycle scripts read them on stdin: one "<path> <base64>" line each."""
+    for path in files:
+        if not path or path.startswith("/") or ".." in path or any(c.isspace() for c in path):
+            raise ValueError(f"{path!r} is not a relative path without blanks")
+    return "".join(f"{path} {base64.b64encode(text.encode()).decode()}\n" for path, text in files.items())
+
+
+def install_dir_bundle(generated: Mapping[str, str], single_node: bool = False) -> str:
+    """The kept install assets, by their path under the install dir, for the scripts that put it back."""
+    return file_bundle({path: generated[key] for key, path in install_assets(single_node).items() if key in generated})
+
+
 def render_wait_script(install_dir: str, installer: str, stage: str) -> str:
-    """`openshift-install wait-for <stage>` with the installer checked first."""
+    """`openshift-install wait-for <stage>`, the install dir put back from stdin where it is missing."""
     return _script("wait-for.sh", {"INSTALL_DIR": install_dir, "INSTALLER": installer, "WAIT_STAGE": stage})
 
 
 CSR_TIMEOUT_S = 3600
 CSR_INTERVAL_S = 20
+DRAIN_TIMEOUT_S = 900
+
+
+def _node_names(plan: ClusterPlan, names: Sequence[str]) -> list[str]:
+    return [*names, *(f"{n}.{plan.domain}" for n in names)]
 
 
 def render_csr_script(
-    plan: ClusterPlan, oc_bin: str, kubeconfig: str,
+    plan: ClusterPlan, oc_bin: str, names: Sequence[str],
     timeout_s: int = CSR_TIMEOUT_S, interval_s: int = CSR_INTERVAL_S,
 ) -> str:
-    """Approve pending CSRs of the configured nodes only, until every one of them has joined."""
-    d = plan.domain
-    names = [n.name for n in plan.nodes if n.role != "bootstrap"]
+    """Approve pending CSRs of the named nodes only, until every one of them has joined
+    (the admin kubeconfig on stdin)."""
     return _script("approve-csrs.sh", {
         "OC": oc_bin,
-        "KUBECONFIG": kubeconfig,
-        "ALLOWED_NODES": " ".join(names + [f"{n}.{d}" for n in names]),
+        "ALLOWED_NODES": " ".join(_node_names(plan, names)),
         "WANTED_NODES": " ".join(names),
-        "CLUSTER_DOMAIN": d,
+        "CLUSTER_DOMAIN": plan.domain,
         "TIMEOUT_S": int(timeout_s),
         "INTERVAL_S": int(interval_s),
     })
 
 
-# ---------------------------------------------------------------- helper-node install steps
+def render_remove_node_script(plan: ClusterPlan, oc_bin: str, name: str,
+                              drain_timeout_s: int = DRAIN_TIMEOUT_S) -> str:
+    """Cordon, drain and delete a node that leaves the lab, when the cluster answers (kubeconfig on stdin)."""
+    return _script("remove-node.sh", {
+        "OC": oc_bin,
+        "NODE_NAMES": " ".join(_node_names(plan, [name])),
+        "DRAIN_TIMEOUT_S": int(drain_timeout_s),
+    })
+
+
+# ---------------------------------------------------------------- credentials of a running cluster
+
+
+@dataclass(frozen=True)
+class ClusterPatch:
+    """One `oc patch --type=merge` of a running cluster's object."""
+
+    resource: str
+    namespace: str | None
+    file: str
+    body: dict
+
+
+def pull_secret_patches(pull_secret: str) -> list[ClusterPatch]:
+    """The running cluster's global pull secret is the secret openshift-config/pull-secret (Red Hat,
+    "Updating the global cluster pull secret"); the machine-config operator rolls it out to every
+    node without a reboot since OpenShift 4.8."""
+    data = {".dockerconfigjson": base64.b64encode(pull_secret.encode()).decode()}
+    return [ClusterPatch("secret/pull-secret", "openshift-config", "pull-secret.json", {"data": data})]
+
+
+def ssh_key_patches(ssh_keys: str) -> list[ClusterPatch]:
+    """openshift-install puts the core user's keys into the MachineConfigs 99-master-ssh and
+    99-worker-ssh; the machine-config operator applies a change of sshAuthorizedKeys without a
+    reboot (OpenShift docs, "Understanding the Machine Config Operator", node disruption)."""
+    keys = [line.strip() for line in ssh_keys.splitlines() if line.strip() and not line.startswith("#")]
+    body = {"spec": {"config": {"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": keys}]}}}}
+    return [ClusterPatch(f"machineconfig/99-{role}-ssh", None, f"ssh-{role}.json", body)
+            for role in ("master", "worker")]
+
+
+def vcenter_credential_patches(server: str, user: str, password: str) -> list[ClusterPatch]:
+    """A cluster on platform vsphere keeps its vCenter login in kube-system/vsphere-creds, one
+    `<server>.username`/`<server>.password` pair per vCenter; the kube-controller-manager reads it
+    again once redeployed (Red Hat, "How to update the vSphere credentials in OpenShift 4",
+    https://access.redhat.com/solutions/4618011). The redeployment reason changes with the
+    password (a one-way digest), so the same password never redeploys twice."""
+    data = {f"{server}.username": base64.b64encode(user.encode()).decode(),
+            f"{server}.password": base64.b64encode(password.encode()).decode()}
+    reason = f"gpu-lab-vcenter-credentials-{sha256(password)[:16]}"
+    return [
+        ClusterPatch("secret/vsphere-creds", "kube-system", "vsphere-creds.json", {"data": data}),
+        ClusterPatch("kubecontrollermanager/cluster", None, "kube-controller-manager.json",
+                     {"spec": {"forceRedeploymentReason": reason}}),
+    ]
+
+
+def render_patch_script(oc_bin: str, patches: Sequence[ClusterPatch]) -> str:
+    """The script that applies `patches` (their bodies and the kubeconfig arrive on stdin: patch_bundle)."""
+    return _script("patch-cluster.sh", {
+        "OC": oc_bin,
+        "PATCHES": [f"{p.resource} {p.namespace or '-'} {p.file}" for p in patches],
+    })
+
+
+def patch_bundle(kubeconfig: str, patches: Sequence[ClusterPatch]) -> str:
+    """stdin of render_patch_script: the kubeconfig and each patch body."""
+    return file_bundle({"kubeconfig": kubeconfig,
+                        **{p.file: json.dumps(p.body, sort_keys=True) for p in patches}})
+
+
+# ---------------------------------------------------------------- helper-node steps
 
 
 # What the PXE menus point UEFI and BIOS clients to; they must be in the TFTP root.
 BOOT_LOADERS = ("pxelinux.0", "grubx64.efi")
+# Every rendered haproxy.cfg says so on its first line; the lb step keeps a distribution's file aside.
+RENDERED_MARKER = "rendered by gpu-lab"
+HELPER_ACTIONS = ("install", "remove")
 
 
-def _helper_script(plan: ClusterPlan, name: str, values: dict[str, shell_templates.Value]) -> str:
-    """A script that runs on the helper node from its staging dir, through sudo unless it logs in as root."""
+def _helper_script(plan: ClusterPlan, name: str, action: str, values: dict[str, shell_templates.Value]) -> str:
+    """A script that runs on the helper node, through sudo unless it logs in as root."""
+    if action not in HELPER_ACTIONS:
+        raise ValueError(f"action {action!r}: one of {HELPER_ACTIONS}")
     helper = plan.config.helper
     return _script(name, {
+        "ACTION": action,
         "USE_SUDO": "no" if helper.user == "root" else "yes",
         "STAGING_DIR": helper.paths.staging,
         **values,
     })
 
 
-def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
-    """Step -> {path under the staging dir: text}, for the plain (non-secret) files."""
+def helper_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
+    """Step -> {path: text} of the plain (non-secret) files each helper step installs."""
     steps = {
         "dns": {"dnsmasq.conf": render_dnsmasq_conf(plan), "hosts.dnsmasq": render_hosts(plan)},
         "lb": {"haproxy.cfg": render_haproxy_cfg(plan)},
@@ -491,50 +610,43 @@ def staged_files(plan: ClusterPlan) -> dict[str, dict[str, str]]:
     return steps
 
 
-def render_dns_install(plan: ClusterPlan) -> str:
-    """Check the staged dnsmasq config, put it and the hosts file in place, restart dnsmasq."""
+def render_helper_step(plan: ClusterPlan, step: str, action: str) -> str:
+    """The install (files on stdin: file_bundle) or remove script of one helper step."""
     paths = plan.config.helper.paths
-    return _helper_script(plan, "install-dns.sh", {
-        "HOSTS_FILE": paths.hosts_file,
-        "DNSMASQ_CONF": paths.dnsmasq_conf,
-    })
-
-
-def render_lb_install(plan: ClusterPlan) -> str:
-    """Check the staged haproxy.cfg, put it in place, reload HAProxy."""
-    paths = plan.config.helper.paths
-    return _helper_script(plan, "install-lb.sh", {
-        "HAPROXY_CFG": paths.haproxy_cfg,
-    })
-
-
-def render_pxe_install(plan: ClusterPlan) -> str:
-    """Check the boot loaders and RHCOS images are there, put the PXE menus in the TFTP root."""
-    oc = plan.config
-    paths = oc.helper.paths
-    local_images = [loc for loc in (oc.rhcos.kernel, oc.rhcos.initramfs, oc.rhcos.rootfs) if not urlsplit(loc).scheme]
-    return _helper_script(plan, "install-pxe.sh", {
-        "TFTP_ROOT": paths.tftp_root,
-        "REQUIRED_FILES": [f"{paths.tftp_root}/{loader}" for loader in BOOT_LOADERS]
-                          + [f"{paths.http_root}/{image}" for image in local_images],
-        "MENU_FILES": list(staged_files(plan)["pxe"]),
-    })
+    if step == "dns":
+        return _helper_script(plan, "helper-dns.sh", action, {
+            "HOSTS_FILE": paths.hosts_file, "DNSMASQ_CONF": paths.dnsmasq_conf})
+    if step == "lb":
+        return _helper_script(plan, "helper-lb.sh", action, {
+            "HAPROXY_CFG": paths.haproxy_cfg, "MARKER": RENDERED_MARKER})
+    if step == "pxe":
+        oc = plan.config
+        local_images = [loc for loc in (oc.rhcos.kernel, oc.rhcos.initramfs, oc.rhcos.rootfs)
+                        if not urlsplit(loc).scheme]
+        return _helper_script(plan, "helper-pxe.sh", action, {
+            "TFTP_ROOT": paths.tftp_root,
+            "REQUIRED_FILES": [f"{paths.tftp_root}/{loader}" for loader in BOOT_LOADERS]
+                              + [f"{paths.http_root}/{image}" for image in local_images],
+            "MENU_FILES": list(helper_files(plan)["pxe"]),
+        })
+    raise ValueError(f"no helper step {step!r}; steps: dns, lb, pxe")
 
 
 def ignition_files(plan: ClusterPlan) -> dict[str, str]:
-    """Installer output key -> file name on the helper's HTTP server."""
+    """Installer output key -> file name on the helper's HTTP server (bootstrap.ign only while bootstrapping)."""
     files = {"master": "master.ign", "worker": "worker.ign"}
     if plan.bootstrap_node is not None:
         files = {"bootstrap": "bootstrap.ign", **files}
     return files
 
 
-def render_ignition_install(plan: ClusterPlan) -> str:
-    """Publish the installer's ignition files on the helper's HTTP server."""
-    paths = plan.config.helper.paths
-    return _helper_script(plan, "publish-ignition.sh", {
-        "HTTP_ROOT": paths.http_root,
-        "IGNITION_FILES": list(ignition_files(plan).values()),
+def render_ignition_publish(plan: ClusterPlan, file_name: str, action: str) -> str:
+    """Publish (the file on stdin) or withdraw one ignition file on the helper's HTTP server."""
+    helper = plan.config.helper
+    return _helper_script(plan, "helper-ignition.sh", action, {
+        "HTTP_ROOT": helper.paths.http_root,
+        "FILE_NAME": file_name,
+        "WEB_GROUP": helper.web_group,
     })
 
 
@@ -557,4 +669,7 @@ def placeholder_ignition_stdout() -> str:
     """Stdout of the ignition step with placeholder files, for offline runs under mocks."""
     files = {key: json.dumps({"ignition": {"version": IGNITION_SPEC}}) for key in ("bootstrap", "master", "worker")}
     files["kubeconfig"] = PLACEHOLDER_KUBECONFIG
+    files["kubeadminPassword"] = "placeholder"
+    files["metadata"] = json.dumps({"clusterName": "placeholder", "infraID": "placeholder"})
+    files["installState"] = json.dumps({})
     return json.dumps({k: base64.b64encode(v.encode()).decode() for k, v in files.items()})

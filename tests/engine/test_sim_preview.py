@@ -41,7 +41,7 @@ def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
     # Every resource of the sim stack is planned: 3 worker hosts x (vmk + 4 host settings),
     # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 1 anti-affinity rule, 2 components, the
     # pyvmomi resources' explicit provider and the stack.
-    assert re.search(r"PASS preview --policy-pack policies: 32 to create", proc.stdout), out
+    assert re.search(r"PASS preview --policy-pack policies: 34 to create", proc.stdout), out
 
 
 def test_sim_preview_refuses_up_on_a_lab_stack():

@@ -15,7 +15,6 @@ from openshift_helpers import script_values, sections
 from components import sdk_internals
 from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
-from components.openshift.files import sha256
 from components.openshift.render import render_files
 from components.secrets import LabSecrets, MissingSecretError
 from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program
@@ -62,13 +61,15 @@ def test_children_are_named_after_the_component_and_parented_to_it(lab_run):
     children = lab_run.children_of("openshift")
     assert children and all(c.name.startswith("openshift-") for c in children)
     names = {c.name for c in children}
-    assert {"openshift-ignition", "openshift-dns", "openshift-lb", "openshift-publish-ignition",
-            "openshift-approve-csrs"} <= names
-    assert "openshift-pxe" not in names  # no bare-metal node in the lab
-    assert "openshift-wait-bootstrap" not in names and "openshift-wait-install" not in names  # opt-in
+    assert names == {"openshift-ignition", "openshift-dns", "openshift-lb", "openshift-publish-bootstrap-ign",
+                     "openshift-publish-master-ign", "openshift-publish-worker-ign", "openshift-pull-secret",
+                     "openshift-ssh-key"}  # no PXE (no bare-metal node), no waits (opt-in)
+    nodes = lab_run.children_of("openshift-nodes")
+    assert sorted(c.name for c in nodes) == [f"openshift-nodes-{n}" for n in
+                                             ("m01", "m02", "m03", "w01", "w02", "w03", "w04")]
 
 
-def test_ignition_command_reruns_on_install_config_change_and_keeps_it_secret(lab_run):
+def test_ignition_command_runs_the_installer_once_and_keeps_install_config_secret(lab_run):
     cmd = lab_run.named("openshift-ignition")
     assert cmd.type == "command:local:Command"
     inputs = cmd.plain()
@@ -76,18 +77,17 @@ def test_ignition_command_reruns_on_install_config_change_and_keeps_it_secret(la
     assert values["CREATE_TARGET"] == "ignition-configs"
     assert values["INSTALL_DIR"] == "build/lab/openshift-install"
     assert values["INSTALLER"] == "openshift-install"
+    assert values["MASTERS_SCHEDULABLE"] == "false"
     assert "stdin" in cmd.secret_paths()  # pull secret inside
-    # the placeholder secrets of the mock run flow into install-config, so its hash is the trigger;
-    # a one-way hash, not secret (a secret in triggers breaks pulumi-command's preview)
-    assert "triggers" not in cmd.secret_paths()
-    assert inputs["triggers"] == [sha256(inputs["stdin"])]
+    # no trigger: nothing but a deliberate rebuild makes a new cluster
+    assert "triggers" not in inputs and "update" not in inputs
     assert yaml.safe_load(inputs["stdin"])["pullSecret"] == FORMATTED_PLACEHOLDERS["gpu-lab:pullSecret"]
-    assert inputs["logging"] == "stderr"  # stdout carries ignition and kubeconfig
+    assert inputs["logging"] == "stderr"  # stdout carries ignition, kubeconfig and kubeadmin password
 
 
 def test_helper_connection_is_secret_with_dial_limits(lab_run):
     remotes = [r for r in lab_run.children_of("openshift") if r.type.startswith("command:remote:")]
-    assert len(remotes) >= 8
+    assert len(remotes) == 5
     for r in remotes:
         assert "connection" in r.secret_paths(), r.name
         conn = r.plain()["connection"]
@@ -96,45 +96,57 @@ def test_helper_connection_is_secret_with_dial_limits(lab_run):
         assert conn["dialErrorLimit"] == 10 and conn["perDialTimeout"] == 30
 
 
-def test_services_restart_only_on_a_change_of_their_own_files(lab_run):
+def bundle_of(stdin: str) -> dict[str, str]:
+    return {path: base64.b64decode(data).decode() for path, data in (line.split(" ") for line in stdin.splitlines())}
+
+
+def test_helper_steps_carry_their_files_and_undo_what_they_installed(lab_run):
     files = render_files(load_lab(sections("lab")).plan.cluster)
     dns = lab_run.named("openshift-dns").plain()
     lb = lab_run.named("openshift-lb").plain()
-    assert dns["triggers"] == [sha256(files["openshift/dnsmasq.conf"]), sha256(files["openshift/hosts.dnsmasq"])]
-    assert lb["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
-    assert "systemctl restart dnsmasq" in dns["create"] and "reload-or-restart haproxy" in lb["create"]
-    # the commands do not embed file contents, so an unchanged file changes nothing
-    paths = load_lab(sections("lab")).plan.cluster.config.helper.paths
-    assert script_values(dns["create"]) == {"USE_SUDO": "no", "STAGING_DIR": paths.staging,
-                                            "HOSTS_FILE": paths.hosts_file, "DNSMASQ_CONF": paths.dnsmasq_conf}
-    assert "api.kub1" not in dns["create"] and "server " not in lb["create"]
-    staged = lab_run.named("openshift-stage-haproxy-cfg").plain()
-    assert staged["remotePath"] == "/var/tmp/gpu-lab-openshift/haproxy.cfg"
-    assert staged["triggers"] == [sha256(files["openshift/haproxy.cfg"])]
-
+    assert bundle_of(dns["stdin"]) == {"dnsmasq.conf": files["openshift/dnsmasq.conf"],
+                                       "hosts.dnsmasq": files["openshift/hosts.dnsmasq"]}
+    assert bundle_of(lb["stdin"]) == {"haproxy.cfg": files["openshift/haproxy.cfg"]}
+    # an update installs again (no `update`: pulumi-command runs `create`), a delete takes it back
+    for step in (dns, lb):
+        assert "triggers" not in step and "update" not in step
+        assert script_values(step["create"])["ACTION"] == "install"
+        assert script_values(step["delete"])["ACTION"] == "remove"
+        assert script_values(step["create"]) == {**script_values(step["delete"]), "ACTION": "install"}
+    # the scripts do not embed file contents: a change reaches only the step whose files changed
     upstreams = lab_run_with(helper={"address": "172.16.7.5", "dnsUpstreams": ["172.16.31.1"]})
-    assert upstreams.named("openshift-dns").plain()["triggers"] != dns["triggers"]
-    assert upstreams.named("openshift-lb").plain()["triggers"] == lb["triggers"]
+    assert upstreams.named("openshift-dns").plain()["stdin"] != dns["stdin"]
+    assert upstreams.named("openshift-lb").plain() == lb
     ingress = lab_run_with(ingressNodes=["w01", "w02"])
-    assert ingress.named("openshift-lb").plain()["triggers"] != lb["triggers"]
-    assert ingress.named("openshift-dns").plain()["triggers"] == dns["triggers"]
+    assert ingress.named("openshift-lb").plain()["stdin"] != lb["stdin"]
+    assert ingress.named("openshift-dns").plain() == dns
 
 
-def test_ignition_files_reach_the_helper_as_secrets(lab_run):
+def test_ignition_files_reach_the_helper_as_secrets_one_command_each(lab_run):
     for role in ("bootstrap", "master", "worker"):
-        stage = lab_run.named(f"openshift-stage-{role}-ign")
-        assert stage.type == "command:remote:Command"
-        inputs = stage.plain()
-        assert f"cat > /var/tmp/gpu-lab-openshift/{role}.ign.tmp" in inputs["create"]
-        assert "umask 077" in inputs["create"]
-        assert "stdin" in stage.secret_paths()  # the installer's ignition, certificates inside
-        assert "triggers" not in stage.secret_paths()
-        assert inputs["triggers"] == [sha256(inputs["stdin"])]
-    publish = lab_run.named("openshift-publish-ignition")
-    assert "triggers" not in publish.secret_paths()
-    values = script_values(publish.plain()["create"])
-    assert values["HTTP_ROOT"] == "/var/www/html"
-    assert values["IGNITION_FILES"].splitlines() == ["bootstrap.ign", "master.ign", "worker.ign"]
+        publish = lab_run.named(f"openshift-publish-{role}-ign")
+        assert publish.type == "command:remote:Command"
+        inputs = publish.plain()
+        assert "stdin" in publish.secret_paths()  # the installer's ignition, certificates inside
+        values = script_values(inputs["create"])
+        assert (values["ACTION"], values["FILE_NAME"], values["HTTP_ROOT"]) == ("install", f"{role}.ign", "/var/www/html")
+        assert values["WEB_GROUP"] == "apache"
+        assert script_values(inputs["delete"])["ACTION"] == "remove"
+        assert "triggers" not in inputs
+
+
+def test_credentials_of_the_running_cluster_are_patched_on_update_only(lab_run):
+    for role in ("pull-secret", "ssh-key"):
+        rotation = lab_run.named(f"openshift-{role}")
+        inputs = rotation.plain()
+        assert "create" not in inputs and "delete" not in inputs  # creating it runs nothing
+        assert "PATCHES" in script_values(inputs["update"])
+        assert "stdin" in rotation.secret_paths()
+        assert set(bundle_of(inputs["stdin"])) > {"kubeconfig"}
+    vsphere = lab_run_with(platform="vsphere", vcenter={"server": "vc1.lab.local", "user": "admin@lab"})
+    patches = script_values(vsphere.named("openshift-vcenter-credentials").plain()["update"])["PATCHES"]
+    assert patches.splitlines() == ["secret/vsphere-creds kube-system vsphere-creds.json",
+                                    "kubecontrollermanager/cluster - kube-controller-manager.json"]
 
 
 def preview_before_the_installer_ran(config: dict):
@@ -180,36 +192,36 @@ def test_preview_before_the_installer_ran_puts_no_secret_unknown_into_command_tr
     # 1.2.1 provider): every trigger must be plain, and may be unknown.
     run = preview_before_the_installer_ran(lab_config())
     commands = [r for r in run.resources if r.type.startswith("command:")]
-    stage = run.named("openshift-stage-bootstrap-ign")
-    from pulumi.output import Unknown
-    assert isinstance(stage.inputs["triggers"][0], Unknown)  # the simulation does make it unknown
     found = [f"{r.name}: {path}" for r in commands
              for path in _secret_wrapped_unknowns(r.inputs.get("triggers"), "triggers")]
     assert found == []
     assert not [r.name for r in commands if "triggers" in r.secret_paths()]
 
 
-def test_preview_before_the_installer_ran_gives_copy_to_remote_only_known_sources():
+def test_preview_before_the_installer_ran_sends_the_ignition_on_stdin_not_as_a_copy():
     # pulumi-command 1.2.1's CopyToRemote check fails on an unknown source ("either asset or archive
     # must be set"; provider/pkg/provider/remote/copyController.go, seen with the real provider), so
-    # what exists only after the installer ran goes over a Command's stdin instead.
+    # what exists only after the installer ran goes over a Command's stdin, which may be unknown.
     from pulumi.output import Unknown
 
     run = preview_before_the_installer_ran(lab_config())
-    copies = run.of_type("command:remote:CopyToRemote")
-    assert copies
-    for r in copies:
-        source = r.plain()["source"]
-        assert not isinstance(source, Unknown) and source is not None, r.name
+    assert not run.of_type("command:remote:CopyToRemote")
+    stdin = run.named("openshift-publish-master-ign").inputs["stdin"]
+    assert isinstance(stdin.get("value") if isinstance(stdin, dict) else stdin, Unknown)
 
 
-def test_csr_approval_names_only_the_configured_nodes(lab_run):
-    script = lab_run.named("openshift-approve-csrs").plain()["create"]
-    values = script_values(script)
-    assert values["WANTED_NODES"] == "m01 m02 m03 w01 w02 w03 w04"
-    assert "bs01" not in script
-    assert values["KUBECONFIG"] == "build/lab/openshift-install/auth/kubeconfig"
-    assert "xargs" not in script  # never the guide's approve-everything pipeline
+def test_each_node_approves_its_own_csrs_and_is_drained_when_it_leaves(lab_run):
+    for name in ("m01", "w03"):
+        node = lab_run.named(f"openshift-nodes-{name}")
+        inputs = node.plain()
+        assert script_values(inputs["create"])["WANTED_NODES"] == name
+        assert script_values(inputs["create"])["ALLOWED_NODES"] == f"{name} {name}.kub1.lab.local"
+        assert "xargs" not in inputs["create"]  # never the guide's approve-everything pipeline
+        assert script_values(inputs["delete"])["NODE_NAMES"] == f"{name} {name}.kub1.lab.local"
+        assert "stdin" in node.secret_paths()  # the admin kubeconfig
+    assert "openshift-nodes-bs01" not in {r.name for r in lab_run.resources}  # the bootstrap node never joins
+    without = lab_run_with(approveCsrs=False).named("openshift-nodes-w01").plain()
+    assert "create" not in without and "delete" in without
 
 
 def test_vms_get_ignition_and_network_kargs(lab_run):
@@ -232,21 +244,25 @@ def test_bootstrap_false_removes_bootstrap_vm_backend_and_files():
     assert all("bs01" not in names for names in props["loadBalancer"]["backends"].values())
     assert "vms-bs01" not in {r.name for r in run.of_type("vsphere:index/virtualMachine:VirtualMachine")}
     names = {r.name for r in run.resources}
-    assert "openshift-stage-bootstrap-ign" not in names
-    published = script_values(run.named("openshift-publish-ignition").plain()["create"])["IGNITION_FILES"]
-    assert published.splitlines() == ["master.ign", "worker.ign"]
+    assert "openshift-publish-bootstrap-ign" not in names  # its delete withdraws bootstrap.ign
+    assert {"openshift-publish-master-ign", "openshift-publish-worker-ign"} <= names
 
 
 def test_guide_stack_deploys_pxe_and_runs_the_install_lifecycle(guide_run):
     names = {r.name for r in guide_run.resources}
     assert not guide_run.of_type("vsphere:index/virtualMachine:VirtualMachine")
-    assert {"openshift-pxe", "openshift-stage-pxelinux-cfg-default", "openshift-stage-grub-cfg"} <= names
+    assert "openshift-pxe" in names
+    pxe = guide_run.named("openshift-pxe").plain()
+    assert {"pxelinux.cfg/default", "grub.cfg"} <= set(bundle_of(pxe["stdin"]))
     wait_bootstrap = guide_run.named("openshift-wait-bootstrap")
-    guide_run.named("openshift-approve-csrs")  # raises unless exactly one is registered
     wait_install = guide_run.named("openshift-wait-install")
+    assert wait_install.parent_name == "openshift-nodes"
     assert script_values(wait_bootstrap.plain()["create"])["WAIT_STAGE"] == "bootstrap-complete"
     assert script_values(wait_install.plain()["create"])["WAIT_STAGE"] == "install-complete"
     assert wait_install.plain()["logging"] == "none"  # it prints the kubeadmin password
+    for wait in (wait_bootstrap, wait_install):
+        assert "stdin" in wait.secret_paths()  # the install dir, put back where it is missing
+        assert "auth/kubeconfig" in bundle_of(wait.plain()["stdin"])
     props = guide_run.named("openshift").plain()
     assert props["clusterName"] == "pod1" and props["controlPlaneCount"] == 3
 
@@ -375,6 +391,7 @@ def test_whole_lab_runs_once_mocks_give_the_ignition_step_its_stdout(monkeypatch
     monkeypatch.setattr(mockrun, "LabMocks", WithIgnition)
     run = run_program(builders.lab_stack())
     assert run.named("openshift").type == TYPE
-    assert set(parse_ignition_stdout(placeholder_ignition_stdout())) == {"bootstrap", "master", "worker", "kubeconfig"}
+    assert set(parse_ignition_stdout(placeholder_ignition_stdout())) == {
+        "bootstrap", "master", "worker", "kubeconfig", "kubeadminPassword", "metadata", "installState"}
     master = run.named("vms-m01").plain()["extraConfig"]["guestinfo.ignition.config.data"]
     assert json.loads(base64.b64decode(master)) == {"ignition": {"version": "3.2.0"}}

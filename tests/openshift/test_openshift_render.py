@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import grp
 import json
 import os
 import re
@@ -17,25 +18,33 @@ from openshift_helpers import sections, tool
 
 from components.config import load_lab
 from components.openshift.files import (
+    file_bundle,
+    helper_files,
+    install_dir_bundle,
     load_balancer_intent,
+    masters_schedulable,
     network_kargs,
     parse_ignition_stdout,
+    patch_bundle,
+    pull_secret_patches,
     pxelinux_mac_name,
     render_csr_script,
-    render_dns_install,
     render_dnsmasq_conf,
     render_grub_cfg,
     render_haproxy_cfg,
+    render_helper_step,
     render_hosts,
-    render_ignition_install,
+    render_ignition_publish,
     render_ignition_script,
     render_install_config,
-    render_lb_install,
+    render_patch_script,
     render_pointer_ignition,
-    render_pxe_install,
     render_pxelinux_default,
     render_pxelinux_node,
-    staged_files,
+    render_remove_node_script,
+    render_wait_script,
+    ssh_key_patches,
+    vcenter_credential_patches,
     vm_extra_config,
 )
 from components.openshift.render import render_files
@@ -85,7 +94,7 @@ def test_install_config_carries_the_guide_cluster_and_the_secrets_passed_in():
     doc = yaml.safe_load(render_install_config(guide(), PULL, SSH))
     assert doc["baseDomain"] == "nvidia.com" and doc["metadata"]["name"] == "pod1"
     assert doc["controlPlane"] == {"name": "master", "hyperthreading": "Enabled", "replicas": 3}
-    assert doc["compute"] == [{"name": "worker", "hyperthreading": "Enabled", "replicas": 2}]
+    assert doc["compute"] == [{"name": "worker", "hyperthreading": "Enabled", "replicas": 0}]
     assert doc["networking"] == {
         "networkType": "OVNKubernetes",
         "clusterNetwork": [{"cidr": "10.128.0.0/14", "hostPrefix": 23}],
@@ -98,33 +107,39 @@ def test_install_config_carries_the_guide_cluster_and_the_secrets_passed_in():
     assert "bootstrapInPlace" not in doc
 
 
-def test_install_config_counts_the_vsphere_vms_as_control_plane_and_compute_replicas():
+def test_install_config_counts_the_control_plane_and_leaves_the_workers_out():
     # openshift-install takes controlPlane.replicas as the number of control-plane machines and
     # sizes etcd from it (openshift/installer pkg/asset/ignition/bootstrap/common.go,
     # getTemplateData); 0 is refused (pkg/types/validation/installconfig.go, validateControlPlane).
-    # compute replicas of 0 make the control plane schedulable (pkg/asset/manifests/scheduler.go).
-    doc = yaml.safe_load(render_install_config(lab(), PULL, SSH))
-    assert doc["controlPlane"]["replicas"] == 3  # m01-03, VMs of the vsphere section
-    assert doc["compute"][0]["replicas"] == 4  # the four vGPU worker VMs
-
-
-def test_install_config_adds_bare_metal_nodes_to_the_vm_counts():
+    # Compute replicas stay 0 as in Red Hat's sample install-config for user-provisioned
+    # infrastructure: the workers join by themselves, and a worker added later must not change
+    # what the (once-only) install saw. On platform vsphere a non-zero count would also make the
+    # installer create a MachineSet of that many more VMs (pkg/asset/machines/worker.go).
     def dgx(raw):
         raw["openshift"]["nodes"] = [
             {"name": "dgx-0", "role": "worker", "address": "172.16.7.60", "mac": "0c:42:a1:00:00:60"},
         ]
-    doc = yaml.safe_load(render_install_config(lab_of("lab", dgx).plan.cluster, PULL, SSH))
-    assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 5)
 
-
-def test_install_config_on_platform_vsphere_leaves_compute_replicas_at_zero():
-    # On platform vsphere openshift-install turns compute replicas into a worker MachineSet that
-    # clones that many more VMs (openshift/installer pkg/asset/machines/worker.go, vsphere case);
-    # our workers exist already.
     def to_vsphere(raw):
         raw["openshift"].update(platform="vsphere", vcenter={"server": "vc1.lab.local", "user": "admin@lab"})
-    doc = yaml.safe_load(render_install_config(lab_of("lab", to_vsphere).plan.cluster, PULL, SSH, "vc-pass"))
-    assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 0)
+
+    for cluster in (lab(), lab_of("lab", dgx).plan.cluster, lab_of("lab", to_vsphere).plan.cluster):
+        doc = yaml.safe_load(render_install_config(cluster, PULL, SSH, "vc-pass"))
+        assert (doc["controlPlane"]["replicas"], doc["compute"][0]["replicas"]) == (3, 0)
+
+
+def test_install_config_is_the_same_with_one_worker_more():
+    def more(raw):
+        raw["vsphere"]["workers"]["names"].append("sckubw09")
+    assert render_install_config(lab_of("lab", more).plan.cluster, PULL, SSH) == render_install_config(lab(), PULL, SSH)
+
+
+def test_control_plane_is_schedulable_only_without_workers():
+    # With compute replicas 0 openshift-install writes mastersSchedulable: true
+    # (openshift/installer pkg/asset/manifests/scheduler.go); clusters with workers take it back.
+    assert masters_schedulable(lab()) is False and masters_schedulable(guide()) is False
+    assert masters_schedulable(lab_of("baremetal", lambda raw: raw["openshift"].update(
+        nodes=[n for n in raw["openshift"]["nodes"] if n["role"] != "worker"])).plan.cluster) is True
 
 
 def test_install_config_for_vsphere_platform_names_vcenter_and_topology():
@@ -381,40 +396,66 @@ def executable(path: Path, text: str) -> Path:
 
 FAKE_INSTALLER = textwrap.dedent("""\
     #!/bin/sh
-    # stand-in for openshift-install: --dir D create ignition-configs
+    # stand-in for openshift-install: --dir D create manifests|ignition-configs
     set -eu
     dir=$2
-    printf '%s\\n' "$@" >> "$dir/../installer-calls"
+    printf '%s\\n' "$*" >> "$dir/../installer-calls"
+    if [ "$4" = manifests ]; then
+        # what the real one writes with compute replicas 0 (pkg/asset/manifests/scheduler.go)
+        mkdir -p "$dir/manifests"
+        printf 'apiVersion: config.openshift.io/v1\\nkind: Scheduler\\nspec:\\n  mastersSchedulable: true\\n' \\
+            > "$dir/manifests/cluster-scheduler-02-config.yml"
+        exit 0
+    fi
     test -f "$dir/install-config.yaml"
     name=$(awk '/^metadata:/ {getline; sub(/^  name: /, ""); print}' "$dir/install-config.yaml")
     rm "$dir/install-config.yaml"
+    cp "$dir/manifests/cluster-scheduler-02-config.yml" "$dir/../scheduler-seen"
     mkdir -p "$dir/auth"
     for role in bootstrap master worker; do echo "{\\"$role\\": \\"$name\\"}" > "$dir/$role.ign"; done
     echo "kubeconfig-of-$name" > "$dir/auth/kubeconfig"
+    echo "password-of-$name" > "$dir/auth/kubeadmin-password"
+    echo "{\\"clusterName\\": \\"$name\\"}" > "$dir/metadata.json"
+    echo '{"*installconfig.InstallConfig": {}}' > "$dir/.openshift_install_state.json"
     echo "INFO Ignition-Configs created" >&2
     """)
 
 
-def test_ignition_script_runs_the_installer_and_returns_its_files(tmp_path):
+def run_ignition_script(tmp_path: Path, schedulable: bool) -> tuple[subprocess.CompletedProcess, Path]:
     (tmp_path / "open shift").mkdir()
     installer = executable(tmp_path / "open shift" / "openshift-install", FAKE_INSTALLER)
     install_dir = tmp_path / "it's an $install dir"  # blanks, a quote and a dollar reach the installer intact
     install_dir.mkdir()
     (install_dir / "stale.ign").write_text("from an earlier cluster")
-    install_config = render_install_config(guide(), PULL, SSH)
-    result = subprocess.run(["sh", "-c", render_ignition_script(str(install_dir), str(installer))],
-                            input=install_config, capture_output=True, text=True, timeout=30)
+    script = render_ignition_script(str(install_dir), str(installer), schedulable_control_plane=schedulable)
+    result = subprocess.run(["sh", "-c", script], input=render_install_config(guide(), PULL, SSH),
+                            capture_output=True, text=True, timeout=30)
+    return result, install_dir
+
+
+def test_ignition_script_runs_the_installer_and_returns_what_the_cluster_needs_later(tmp_path):
+    result, install_dir = run_ignition_script(tmp_path, schedulable=False)
     assert result.returncode == 0, result.stderr
     files = parse_ignition_stdout(result.stdout)
     assert files == {
         "bootstrap": '{"bootstrap": "pod1"}\n', "master": '{"master": "pod1"}\n',
-        "worker": '{"worker": "pod1"}\n', "kubeconfig": "kubeconfig-of-pod1\n"}
+        "worker": '{"worker": "pod1"}\n', "kubeconfig": "kubeconfig-of-pod1\n",
+        "kubeadminPassword": "password-of-pod1\n", "metadata": '{"clusterName": "pod1"}\n',
+        "installState": '{"*installconfig.InstallConfig": {}}\n'}
     assert (tmp_path / "installer-calls").read_text().splitlines() == [
-        "--dir", str(install_dir), "create", "ignition-configs"]
+        f"--dir {install_dir} create manifests", f"--dir {install_dir} create ignition-configs"]
     assert not (install_dir / "stale.ign").exists()  # every run starts from an empty dir
-    assert (install_dir / "install-config.yaml.orig").read_text() == install_config
+    assert (install_dir / "install-config.yaml.orig").read_text() == render_install_config(guide(), PULL, SSH)
     assert "INFO Ignition-Configs created" in result.stderr  # installer chatter stays off stdout
     assert stat.S_IMODE((install_dir / "install-config.yaml.orig").stat().st_mode) == 0o600
+    # a cluster with workers keeps its control plane for itself
+    assert "mastersSchedulable: false" in (tmp_path / "scheduler-seen").read_text()
+
+
+def test_ignition_script_keeps_a_compact_control_plane_schedulable(tmp_path):
+    result, _ = run_ignition_script(tmp_path, schedulable=True)
+    assert result.returncode == 0, result.stderr
+    assert "mastersSchedulable: true" in (tmp_path / "scheduler-seen").read_text()
 
 
 def test_ignition_script_names_a_missing_installer(tmp_path):
@@ -423,6 +464,44 @@ def test_ignition_script_names_a_missing_installer(tmp_path):
     assert result.returncode == 127
     assert "openshift-install not found" in result.stderr and "gpu-lab:openshift.installer" in result.stderr
     assert not (tmp_path / "install").exists()
+
+
+def test_parse_ignition_stdout_of_a_stack_built_before_the_assets_were_kept():
+    old = {k: base64.b64encode(v.encode()).decode() for k, v in
+           {"bootstrap": "b", "master": "m", "worker": "w", "kubeconfig": "k"}.items()}
+    assert parse_ignition_stdout(json.dumps(old)) == {"bootstrap": "b", "master": "m", "worker": "w", "kubeconfig": "k"}
+
+
+FAKE_WAIT_INSTALLER = textwrap.dedent("""\
+    #!/bin/sh
+    # stand-in for openshift-install: --dir D wait-for STAGE; records what it found in D
+    find "$2" -type f | sort > "$2/../found"
+    cat "$2/auth/kubeconfig" > "$2/../kubeconfig-seen"
+    """)
+
+
+def test_wait_script_puts_a_missing_install_dir_back_and_keeps_what_is_there(tmp_path):
+    installer = executable(tmp_path / "openshift-install", FAKE_WAIT_INSTALLER)
+    install_dir = tmp_path / "install"
+    generated = {"kubeconfig": "kube", "kubeadminPassword": "pw", "metadata": "{}", "installState": "{}",
+                 "master": "m", "worker": "w", "bootstrap": "b"}
+    bundle = install_dir_bundle(generated)
+    script = render_wait_script(str(install_dir), str(installer), "install-complete")
+    result = subprocess.run(["sh", "-c", script], input=bundle, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "found").read_text().split() == sorted(str(install_dir / p) for p in (
+        ".openshift_install_state.json", "auth/kubeadmin-password", "auth/kubeconfig", "bootstrap.ign",
+        "master.ign", "metadata.json", "worker.ign"))
+    assert stat.S_IMODE((install_dir / "auth/kubeconfig").stat().st_mode) == 0o600
+    (install_dir / "auth/kubeconfig").write_text("kube-of-this-machine")
+    result = subprocess.run(["sh", "-c", script], input=bundle, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0 and (tmp_path / "kubeconfig-seen").read_text() == "kube-of-this-machine"
+
+
+def test_bundles_refuse_paths_that_leave_their_directory():
+    for bad in ("/etc/passwd", "../x", "a b"):
+        with pytest.raises(ValueError):
+            file_bundle({bad: "x"})
 
 
 def test_parse_ignition_stdout_before_the_command_ran():
@@ -434,7 +513,7 @@ def test_parse_ignition_stdout_before_the_command_ran():
 
 FAKE_OC = textwrap.dedent("""\
     #!/usr/bin/env python3
-    # stand-in for oc: pending CSRs and nodes in files of the state directory
+    # stand-in for oc: pending CSRs and nodes in files of the state directory; every call logged
     import json, os, sys
     state = os.environ["FAKE_OC_STATE"]
     def load(name):
@@ -443,14 +522,23 @@ FAKE_OC = textwrap.dedent("""\
     def save(name, value):
         with open(os.path.join(state, name), "w") as f:
             json.dump(value, f)
-    args = sys.argv[1:]
-    assert os.environ["KUBECONFIG"].endswith("auth/kubeconfig"), os.environ["KUBECONFIG"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--request-timeout")]
+    with open(os.environ["KUBECONFIG"]) as f:
+        assert f.read() == "kubeconfig of the lab", "the kubeconfig from stdin"
+    with open(os.path.join(state, "calls"), "a") as f:
+        f.write(" ".join(args) + "\\n")
+    if os.path.exists(os.path.join(state, "unreachable")):
+        sys.exit("Unable to connect to the server: dial tcp: i/o timeout")
     if args[:2] == ["get", "csr"]:
         for csr in load("pending.json"):
             print(csr["name"], csr["user"], csr["request"])
     elif args[:2] == ["get", "nodes"]:
         for node in load("nodes.json"):
             print("node/" + node)
+    elif args[:2] == ["get", "node"]:
+        if args[2] not in load("nodes.json"):
+            sys.exit('Error from server (NotFound): nodes "%s" not found' % args[2])
+        print("node/" + args[2])
     elif args[:3] == ["adm", "certificate", "approve"]:
         pending, nodes, approved = load("pending.json"), load("nodes.json"), load("approved.json")
         csr = next(c for c in pending if c["name"] == args[3])
@@ -460,11 +548,22 @@ FAKE_OC = textwrap.dedent("""\
             nodes.append(csr["joins"])
             pending.append({"name": csr["name"] + "-serving", "user": "system:node:" + csr["joins"], "request": "x"})
         save("pending.json", pending); save("nodes.json", nodes); save("approved.json", approved)
+    elif args[:2] in (["adm", "cordon"], ["adm", "drain"]):
+        pass
+    elif args[:2] == ["delete", "node"]:
+        save("nodes.json", [n for n in load("nodes.json") if n != args[2]])
+    elif args[0] == "patch":
+        patch = args[-1].split("=", 1)[1]
+        with open(patch) as f:
+            body = f.read()
+        with open(os.path.join(state, "patches"), "a") as f:
+            f.write(json.dumps({"target": " ".join(args[1:-1]), "body": json.loads(body)}) + "\\n")
     else:
         sys.exit("unexpected oc call: %s" % args)
     """)
 
 BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+KUBECONFIG_TEXT = "kubeconfig of the lab"
 
 
 def csr_request(tmp_path: Path, common_name: str) -> str:
@@ -475,21 +574,27 @@ def csr_request(tmp_path: Path, common_name: str) -> str:
     return base64.b64encode(pem).decode()
 
 
-def run_csr(tmp_path: Path, pending: list[dict], nodes: list[str], timeout_s: int = 20):
+def fake_oc(tmp_path: Path, pending: list[dict], nodes: list[str]) -> tuple[Path, Path]:
     state = tmp_path / "state"
-    state.mkdir()
+    state.mkdir(exist_ok=True)
     (state / "pending.json").write_text(json.dumps(pending))
     (state / "nodes.json").write_text(json.dumps(nodes))
     (state / "approved.json").write_text("[]")
-    oc = executable(tmp_path / "oc", FAKE_OC)
-    script = render_csr_script(guide(), str(oc), str(tmp_path / "install/auth/kubeconfig"),
-                               timeout_s=timeout_s, interval_s=0)
-    result = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "FAKE_OC_STATE": str(state)})
-    return result, json.loads((state / "approved.json").read_text())
+    return executable(tmp_path / "oc", FAKE_OC), state
 
 
-def test_csr_approval_is_limited_to_configured_nodes(tmp_path):
+def run_oc_script(script: str, state: Path, stdin: str = KUBECONFIG_TEXT) -> subprocess.CompletedProcess:
+    return subprocess.run(["sh", "-c", script], input=stdin, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "FAKE_OC_STATE": str(state)})
+
+
+def run_csr(tmp_path: Path, pending: list[dict], nodes: list[str], names: list[str], timeout_s: int = 20):
+    oc, state = fake_oc(tmp_path, pending, nodes)
+    script = render_csr_script(guide(), str(oc), names, timeout_s=timeout_s, interval_s=0)
+    return run_oc_script(script, state), json.loads((state / "approved.json").read_text())
+
+
+def test_csr_approval_is_limited_to_the_named_nodes(tmp_path):
     masters = ["cp-0", "cp-1", "cp-2"]
     pending = [
         {"name": "csr-w0", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:dgx-0"),
@@ -504,7 +609,7 @@ def test_csr_approval_is_limited_to_configured_nodes(tmp_path):
         {"name": "csr-lookalike", "user": "system:node:dgx-0x", "request": "x"},
         {"name": "csr-other", "user": "system:serviceaccount:default:builder", "request": "x"},
     ]
-    result, approved = run_csr(tmp_path, pending, masters)
+    result, approved = run_csr(tmp_path, pending, masters, ["dgx-0", "dgx-1"])
     assert result.returncode == 0, result.stderr
     assert sorted(approved) == ["csr-w0", "csr-w0-serving", "csr-w1", "csr-w1-serving"]
     assert "leaving CSR csr-intruder of 'intruder' pending" in result.stderr
@@ -513,11 +618,82 @@ def test_csr_approval_is_limited_to_configured_nodes(tmp_path):
     assert "every configured node has joined" in result.stdout
 
 
+def test_a_new_node_approves_its_own_csrs_only(tmp_path):
+    pending = [
+        {"name": "csr-w0", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:dgx-0"),
+         "joins": "dgx-0"},
+        {"name": "csr-w1", "user": BOOTSTRAPPER, "request": csr_request(tmp_path, "system:node:dgx-1"),
+         "joins": "dgx-1"},
+    ]
+    result, approved = run_csr(tmp_path, pending, ["cp-0"], ["dgx-1"])
+    assert result.returncode == 0, result.stderr
+    assert sorted(approved) == ["csr-w1", "csr-w1-serving"]
+
+
 def test_csr_approval_gives_up_naming_the_missing_node(tmp_path):
-    result, approved = run_csr(tmp_path, [], ["cp-0", "cp-1", "cp-2", "dgx-0"], timeout_s=1)
+    result, approved = run_csr(tmp_path, [], ["cp-0", "cp-1", "cp-2", "dgx-0"], ["dgx-0", "dgx-1"], timeout_s=1)
     assert result.returncode == 1
     assert "nodes not joined: dgx-1" in result.stderr
     assert approved == []
+
+
+def test_a_node_that_leaves_is_drained_then_deleted(tmp_path):
+    oc, state = fake_oc(tmp_path, [], ["cp-0", "dgx-0", "dgx-1.pod1.nvidia.com"])
+    for node in ("dgx-0", "dgx-1"):
+        result = run_oc_script(render_remove_node_script(guide(), str(oc), node), state)
+        assert result.returncode == 0, result.stderr
+    assert json.loads((state / "nodes.json").read_text()) == ["cp-0"]
+    calls = (state / "calls").read_text().splitlines()
+    drain = [c for c in calls if c.split()[0] in ("adm", "delete")]
+    assert drain == [
+        "adm cordon dgx-0", "adm drain dgx-0 --ignore-daemonsets --delete-emptydir-data --force --timeout=900s",
+        "delete node dgx-0",
+        "adm cordon dgx-1.pod1.nvidia.com",
+        "adm drain dgx-1.pod1.nvidia.com --ignore-daemonsets --delete-emptydir-data --force --timeout=900s",
+        "delete node dgx-1.pod1.nvidia.com"]
+    # a node the cluster does not know, and a cluster that does not answer, are nothing to undo
+    again = run_oc_script(render_remove_node_script(guide(), str(oc), "dgx-0"), state)
+    assert again.returncode == 0 and "nothing to drain" in again.stderr
+    (state / "unreachable").touch()
+    gone = run_oc_script(render_remove_node_script(guide(), str(oc), "cp-0"), state)
+    assert gone.returncode == 0 and "does not answer" in gone.stderr
+
+
+def test_rotated_credentials_are_patched_into_the_running_cluster(tmp_path):
+    oc, state = fake_oc(tmp_path, [], [])
+    rotations = (
+        pull_secret_patches(PULL),
+        ssh_key_patches(SSH + "\n# a comment\nssh-rsa AAAAB3NzaC1yc2E second@lab\n"),
+        vcenter_credential_patches("vc1.lab.local", "admin@lab", "new-pass"),
+    )
+    for patches in rotations:
+        result = run_oc_script(render_patch_script(str(oc), patches), state, patch_bundle(KUBECONFIG_TEXT, patches))
+        assert result.returncode == 0, result.stderr
+    patches = [json.loads(line) for line in (state / "patches").read_text().splitlines()]
+    targets = [p["target"] for p in patches]
+    assert targets == [
+        "secret/pull-secret -n openshift-config --type=merge",
+        "machineconfig/99-master-ssh --type=merge",
+        "machineconfig/99-worker-ssh --type=merge",
+        "secret/vsphere-creds -n kube-system --type=merge",
+        "kubecontrollermanager/cluster --type=merge",
+    ]
+    bodies = [p["body"] for p in patches]
+    assert base64.b64decode(bodies[0]["data"][".dockerconfigjson"]).decode() == PULL
+    assert bodies[1]["spec"]["config"]["passwd"]["users"] == [
+        {"name": "core", "sshAuthorizedKeys": [SSH, "ssh-rsa AAAAB3NzaC1yc2E second@lab"]}]
+    assert base64.b64decode(bodies[3]["data"]["vc1.lab.local.password"]).decode() == "new-pass"
+    assert bodies[4]["spec"]["forceRedeploymentReason"].startswith("gpu-lab-vcenter-credentials-")
+    # the script's text is the same for every value: only stdin carries them
+    assert render_patch_script("oc", pull_secret_patches(PULL)) == render_patch_script("oc", pull_secret_patches("x"))
+
+
+def test_a_rotation_fails_when_the_cluster_does_not_answer(tmp_path):
+    oc, state = fake_oc(tmp_path, [], [])
+    (state / "unreachable").touch()
+    patches = pull_secret_patches(PULL)
+    result = run_oc_script(render_patch_script(str(oc), patches), state, patch_bundle(KUBECONFIG_TEXT, patches))
+    assert result.returncode != 0 and "Unable to connect" in result.stderr
 
 
 # ---------------------------------------------------------------- helper-node steps, with stand-in systemctl
@@ -541,74 +717,124 @@ def helper_root(tmp_path, monkeypatch):
     return tmp_path, root, paths
 
 
-def stage(p, root: Path) -> None:
-    for files in staged_files(p).values():
-        for rel, text in files.items():
-            target = root / "staging" / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+# The test user's own group stands in for the web server's (install -g needs one that exists).
+WEB_GROUP = grp.getgrgid(os.getgid()).gr_name
 
 
-def run(script: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+def helper_plan(paths: dict, **changes):
+    helper = {"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths, "webGroup": WEB_GROUP}
+    return guide(helper={**helper, **changes.pop("helper", {})}, **changes)
 
 
-def test_dns_and_lb_steps_check_install_and_restart(helper_root):
+def step(p, name: str, action: str = "install", files: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """One helper step as its Command runs it: the script, and its files on stdin."""
+    stdin = file_bundle(helper_files(p)[name] if files is None else files) if action == "install" else ""
+    return subprocess.run(["sh", "-c", render_helper_step(p, name, action)], input=stdin,
+                          capture_output=True, text=True, timeout=30)
+
+
+def leftovers(root: Path) -> list[str]:
+    staging = root / "staging"
+    return sorted(str(x.relative_to(staging)) for x in staging.rglob("*")) if staging.exists() else []
+
+
+def test_dns_and_lb_steps_check_install_and_restart_leaving_nothing_staged(helper_root):
     tmp_path, root, paths = helper_root
-    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths})
-    stage(p, root)
-    dns = run(render_dns_install(p))
+    p = helper_plan(paths)
+    dns = step(p, "dns")
     assert dns.returncode == 0, dns.stderr
     assert (root / "etc/hosts.dnsmasq").read_text() == render_hosts(p)
     assert (root / "etc/dnsmasq.d/openshift.conf").read_text() == render_dnsmasq_conf(p)
-    lb = run(render_lb_install(p))
+    lb = step(p, "lb")
     assert lb.returncode == 0, lb.stderr
     assert (root / "etc/haproxy/haproxy.cfg").read_text() == render_haproxy_cfg(p)
     assert (tmp_path / "systemctl-calls").read_text().splitlines() == [
         "enable dnsmasq", "restart dnsmasq", "enable haproxy", "reload-or-restart haproxy"]
+    assert leftovers(root) == []
 
 
 def test_lb_step_leaves_the_live_config_alone_when_the_check_fails(helper_root):
     tmp_path, root, paths = helper_root
-    p = guide(helper={"address": "10.33.3.18", "paths": {**paths}, "loadBalancerAddress": "10.33.3.54"})
-    stage(p, root)
-    (root / "staging/haproxy.cfg").write_text("listen broken\n    mode nonsense\n")
-    result = run(render_lb_install(p))
+    p = helper_plan(paths)
+    result = step(p, "lb", files={"haproxy.cfg": "listen broken\n    mode nonsense\n"})
     assert result.returncode != 0
     assert not (root / "etc/haproxy/haproxy.cfg").exists()
     assert not (tmp_path / "systemctl-calls").exists()
+    assert leftovers(root) == []
 
 
-def test_pxe_step_names_missing_boot_files_then_installs_menus(helper_root):
+def test_removing_the_steps_takes_back_what_they_installed(helper_root):
     tmp_path, root, paths = helper_root
-    p = guide(helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths})
-    stage(p, root)
-    first = run(render_pxe_install(p))
+    p = helper_plan(paths)
+    distribution_cfg = "global\n    log /dev/log local0\n"  # the package's own haproxy.cfg
+    (root / "etc/haproxy").mkdir(parents=True)
+    (root / "etc/haproxy/haproxy.cfg").write_text(distribution_cfg)
+    for name in ("dns", "lb"):
+        assert step(p, name).returncode == 0
+    assert step(p, "lb").returncode == 0  # a second install keeps the distribution's copy, not ours
+    for name in ("dns", "lb"):
+        removed = step(p, name, "remove")
+        assert removed.returncode == 0, removed.stderr
+    assert not (root / "etc/dnsmasq.d/openshift.conf").exists() and not (root / "etc/hosts.dnsmasq").exists()
+    assert (root / "etc/haproxy/haproxy.cfg").read_text() == distribution_cfg
+    assert sorted(x.name for x in (root / "etc/haproxy").iterdir()) == ["haproxy.cfg"]
+    assert (tmp_path / "systemctl-calls").read_text().splitlines()[-2:] == [
+        "restart dnsmasq", "reload-or-restart haproxy"]
+    # without a distribution copy, HAProxy stops with our file gone
+    assert step(p, "lb").returncode == 0
+    (root / "etc/haproxy/haproxy.cfg.gpu-lab-original").unlink()
+    assert step(p, "lb", "remove").returncode == 0
+    assert not (root / "etc/haproxy/haproxy.cfg").exists()
+    assert (tmp_path / "systemctl-calls").read_text().splitlines()[-1] == "disable --now haproxy"
+
+
+def test_copies_an_earlier_gpu_lab_left_staged_are_removed(helper_root):
+    tmp_path, root, paths = helper_root
+    p = helper_plan(paths)
+    (root / "staging/pxelinux.cfg").mkdir(parents=True)
+    for name in ("dnsmasq.conf", "hosts.dnsmasq", "haproxy.cfg", "master.ign", "pxelinux.cfg/default"):
+        (root / "staging" / name).write_text("staged by gpu-lab 0.1")
+    for name in ("dns", "lb"):
+        assert step(p, name).returncode == 0
+    publish = subprocess.run(["sh", "-c", render_ignition_publish(p, "master.ign", "install")], input="{}",
+                             capture_output=True, text=True, timeout=30)
+    assert publish.returncode == 0, publish.stderr
+    assert leftovers(root) == ["pxelinux.cfg", "pxelinux.cfg/default"]
+
+
+def test_pxe_step_names_missing_boot_files_then_installs_and_removes_menus(helper_root):
+    tmp_path, root, paths = helper_root
+    p = helper_plan(paths)
+    first = step(p, "pxe")
     assert first.returncode == 1
     assert f"{root}/tftpboot/pxelinux.0" in first.stderr and f"{root}/www/rhcos/rhcos-live-rootfs.x86_64.img" in first.stderr
     for rel in ("tftpboot/pxelinux.0", "tftpboot/grubx64.efi", "www/rhcos/rhcos-live-kernel-x86_64",
                 "www/rhcos/rhcos-live-initramfs.x86_64.img", "www/rhcos/rhcos-live-rootfs.x86_64.img"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(b"\0")
-    second = run(render_pxe_install(p))
+    second = step(p, "pxe")
     assert second.returncode == 0, second.stderr
     assert (root / "tftpboot/pxelinux.cfg/default").read_text() == render_pxelinux_default(p)
     assert (root / "tftpboot/grub.cfg").read_text() == render_grub_cfg(p)
+    assert leftovers(root) == []
+    assert step(p, "pxe", "remove").returncode == 0
+    assert sorted(str(x.relative_to(root / "tftpboot")) for x in (root / "tftpboot").rglob("*") if x.is_file()) == [
+        "grubx64.efi", "pxelinux.0"]  # the helper's own boot loaders stay
 
 
-def test_ignition_step_publishes_bootstrap_only_while_it_exists(helper_root):
+def test_ignition_files_are_published_for_the_web_server_group_only_and_withdrawn(helper_root):
     tmp_path, root, paths = helper_root
-    for bootstrap, expected in ((True, ["bootstrap.ign", "master.ign", "worker.ign"]), (False, ["master.ign", "worker.ign"])):
-        p = guide(bootstrap=bootstrap, helper={"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54",
-                                               "paths": paths})
-        (root / "staging").mkdir(parents=True, exist_ok=True)
-        for name in ("bootstrap.ign", "master.ign", "worker.ign"):
-            (root / "staging" / name).write_text(name)
-        result = run(render_ignition_install(p))
-        assert result.returncode == 0, result.stderr
-        assert sorted(x.name for x in (root / "www").iterdir()) == expected
-        for x in (root / "www").iterdir():
-            x.unlink()
+    p = helper_plan(paths)
+    published = subprocess.run(["sh", "-c", render_ignition_publish(p, "bootstrap.ign", "install")],
+                               input='{"ignition": {}}', capture_output=True, text=True, timeout=30)
+    assert published.returncode == 0, published.stderr
+    target = root / "www/bootstrap.ign"
+    assert target.read_text() == '{"ignition": {}}'
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640 and target.stat().st_gid == os.getgid()
+    assert leftovers(root) == []
+    withdrawn = subprocess.run(["sh", "-c", render_ignition_publish(p, "bootstrap.ign", "remove")],
+                               capture_output=True, text=True, timeout=30)
+    assert withdrawn.returncode == 0 and not target.exists()
 
 
 def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
@@ -616,35 +842,19 @@ def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
     # stand-in sudo: records its arguments, then runs the command as the test user
     executable(tmp_path / "bin" / "sudo",
                f'#!/bin/sh\necho "$*" >> {tmp_path}/sudo-calls\n[ "$1" = -n ] && shift\nexec "$@"\n')
-    helper = {"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths}
-    as_root = guide(helper={**helper, "user": "root"})
-    stage(as_root, root)
-    for script in (render_dns_install(as_root), render_lb_install(as_root)):
-        assert run(script).returncode == 0
+    as_root = helper_plan(paths, helper={"user": "root"})
+    for name in ("dns", "lb"):
+        assert step(as_root, name).returncode == 0
     assert not (tmp_path / "sudo-calls").exists()
     assert len((tmp_path / "systemctl-calls").read_text().splitlines()) == 4
 
-    as_core = guide(helper={**helper, "user": "core"})
-    for script in (render_dns_install(as_core), render_lb_install(as_core)):
-        done = run(script)
+    as_core = helper_plan(paths, helper={"user": "core"})
+    for name in ("dns", "lb"):
+        done = step(as_core, name)
         assert done.returncode == 0, done.stderr
-    staging = root / "staging"
-    assert (tmp_path / "sudo-calls").read_text().splitlines() == [
-        f"-n dnsmasq --test -C {staging}/dnsmasq.conf",
-        f"-n install -D -m 0644 {staging}/hosts.dnsmasq {paths['hostsFile']}",
-        f"-n install -D -m 0644 {staging}/dnsmasq.conf {paths['dnsmasqConf']}",
-        "-n systemctl enable dnsmasq",
-        "-n systemctl restart dnsmasq",
-        f"-n haproxy -c -f {staging}/haproxy.cfg",
-        f"-n install -D -m 0644 {staging}/haproxy.cfg {paths['haproxyCfg']}",
-        "-n systemctl enable haproxy",
-        "-n systemctl reload-or-restart haproxy",
-    ]
-    (tmp_path / "sudo-calls").unlink()
-    for name in ("bootstrap.ign", "master.ign", "worker.ign"):
-        (staging / name).write_text(name)
-    done = run(render_ignition_install(as_core))
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "sudo-calls").read_text().splitlines() == [
-        f"-n install -D -m 0644 {staging}/{name} {paths['httpRoot']}/{name}"
-        for name in ("bootstrap.ign", "master.ign", "worker.ign")]
+    calls = (tmp_path / "sudo-calls").read_text().splitlines()
+    # every privileged command goes through sudo -n; reading stdin and the private copy do not
+    assert [c.split()[1] for c in calls] == [
+        "dnsmasq", "install", "install", "systemctl", "systemctl",
+        "haproxy", "test", "test", "grep", "install", "systemctl", "systemctl"]
+    assert all(c.startswith("-n ") for c in calls)

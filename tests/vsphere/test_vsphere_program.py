@@ -74,10 +74,11 @@ def test_pyvmomi_resources_have_their_own_provider_configured_with_nothing(lab):
     # The engine would configure the default pulumi-python provider with every key of the stack
     # config, secrets included, and send those inputs with each resource on every policy-pack
     # request (pulumi/pulumi pkg/resource/deploy/target.go, Target.GetPackageConfig).
-    (provider,) = lab.of_type("pulumi:providers:pulumi-python")
-    assert provider.name == "pyvmomi"
-    assert provider.inputs == {}
-    dynamic = lab.of_type(DYNAMIC)
+    providers = {p.name: p for p in lab.of_type("pulumi:providers:pulumi-python")}
+    assert set(providers) == {"pyvmomi", "lab-guard"}  # the guard of components/identity.py has its own
+    provider = providers["pyvmomi"]
+    assert provider.inputs == {} and providers["lab-guard"].inputs == {}
+    dynamic = [r for r in lab.of_type(DYNAMIC) if r.name != "lab-identity"]
     assert len(dynamic) == 20
     assert {r.provider_name for r in dynamic} == {"pyvmomi"}
     assert {r.provider for r in dynamic} == {f"{provider.urn}::{provider.name}-id"}
@@ -218,7 +219,7 @@ def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names()
 def test_pyvmomi_resources_use_the_port_of_vsphere_server(vsphere_config, address, server, port):
     vsphere_config["vsphere:vsphereServer"] = address
     run = run_program(vsphere_config)
-    conns = {(r.plain()["server"], r.plain()["port"]) for r in run.of_type(DYNAMIC)}
+    conns = {(r.plain()["server"], r.plain()["port"]) for r in run.of_type(DYNAMIC) if r.provider_name == "pyvmomi"}
     assert conns == {(server, port)}
 
 

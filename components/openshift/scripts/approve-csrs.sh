@@ -1,27 +1,30 @@
 #!/bin/sh
 # Approve pending CSRs of the configured nodes only, until every one of them has joined.
+# The cluster's admin kubeconfig arrives on stdin (kept in a private file removed on exit).
 # Kubelet client CSRs come from the node-bootstrapper service account with the node name in
 # the request's CN; serving CSRs come from the node itself. Anything else is left alone.
 
 set -u
 : "${OC?oc as a command name or a path}"
-: "${KUBECONFIG?the admin kubeconfig of the cluster}"
 : "${ALLOWED_NODES?blank-separated names whose CSRs may be approved, short and fully qualified}"
 : "${WANTED_NODES?blank-separated names of the nodes that must join}"
 : "${CLUSTER_DOMAIN?the cluster name and base domain, dot-joined}"
 : "${TIMEOUT_S?seconds before giving up}"
 : "${INTERVAL_S?seconds between rounds}"
 
-export KUBECONFIG
 command -v "$OC" >/dev/null 2>&1 || { echo "oc not found as '$OC': set gpu-lab:openshift.oc" >&2; exit 127; }
+umask 077
+KUBECONFIG=$(mktemp)
+pending=$(mktemp)
+trap 'rm -f "$KUBECONFIG" "$pending"' EXIT
+cat > "$KUBECONFIG"
+export KUBECONFIG
 deadline=$(( $(date +%s) + TIMEOUT_S ))
 # whole-word equality only: a CN with spaces must not match a run of names
 is_allowed() {
     for candidate in $ALLOWED_NODES; do [ "$candidate" = "$1" ] && return 0; done
     return 1
 }
-pending=$(mktemp)
-trap 'rm -f "$pending"' EXIT
 while :; do
     approved=0
     "$OC" get csr -o go-template='{{range .items}}{{if not .status}}{{.metadata.name}} {{.spec.username}} {{.spec.request}}{{"\n"}}{{end}}{{end}}' > "$pending" 2>/dev/null || :

@@ -1,0 +1,68 @@
+#!/bin/sh
+# On the helper node: install or remove the PXE menus in the TFTP root.
+# install: checks that the boot loaders and RHCOS images are there, then the menus arrive on
+# stdin as lines "<path under the TFTP root> <base64>" and are put in place through a private
+# directory under STAGING_DIR (removed on every exit).
+# remove: the menus go; boot loaders and images are the helper's own and stay.
+
+set -eu
+: "${ACTION?install or remove}"
+: "${USE_SUDO?yes: run the privileged commands through sudo -n; no: run them as they are}"
+: "${STAGING_DIR?where a private directory for the menus is made, and removed again}"
+: "${TFTP_ROOT?the TFTP root dnsmasq serves}"
+: "${REQUIRED_FILES?absolute paths that must exist, one per line: boot loaders, local images}"
+: "${MENU_FILES?the menu files, paths under TFTP_ROOT, one per line}"
+
+as_root() {
+    case "$USE_SUDO" in
+        yes) sudo -n "$@" ;;
+        no) "$@" ;;
+        *) echo "USE_SUDO is '$USE_SUDO', not yes or no" >&2; exit 2 ;;
+    esac
+}
+
+# stdin, lines "<relative path> <base64>", into directory $1
+unpack() {
+    while read -r rel data; do
+        [ -n "$rel" ] || continue
+        case "$rel" in /*|*..*) echo "refusing the path '$rel' from stdin" >&2; exit 2 ;; esac
+        mkdir -p "$1/$(dirname "$rel")"
+        printf '%s' "$data" | base64 -d > "$1/$rel"
+    done
+}
+
+case "$ACTION" in
+    install)
+        missing=
+        while IFS= read -r path; do
+            if [ -n "$path" ] && ! as_root test -f "$path" </dev/null; then missing="$missing $path"; fi
+        done <<END_OF_REQUIRED
+$REQUIRED_FILES
+END_OF_REQUIRED
+        if [ -n "$missing" ]; then
+            echo "missing on the helper node:$missing (boot loaders from syslinux and grub/shim, images from the RHCOS mirror)" >&2
+            exit 1
+        fi
+        umask 077
+        mkdir -p "$STAGING_DIR"
+        work=$(mktemp -d "$STAGING_DIR/pxe.XXXXXX")
+        trap 'rm -rf "$work"' EXIT
+        unpack "$work"
+        while IFS= read -r menu; do
+            if [ -n "$menu" ]; then
+                as_root install -D -m 0644 "$work/$menu" "$TFTP_ROOT/$menu" </dev/null
+                rm -f "$STAGING_DIR/$menu"  # a copy an earlier gpu-lab left staged
+            fi
+        done <<END_OF_MENUS
+$MENU_FILES
+END_OF_MENUS
+        ;;
+    remove)
+        while IFS= read -r menu; do
+            if [ -n "$menu" ]; then as_root rm -f "$TFTP_ROOT/$menu" </dev/null; fi
+        done <<END_OF_MENUS
+$MENU_FILES
+END_OF_MENUS
+        ;;
+    *) echo "ACTION is '$ACTION', not install or remove" >&2; exit 2 ;;
+esac

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Take a node out of the cluster before its machine goes: cordon, drain (daemon sets stay,
+# emptyDir data goes) and delete the Node object. The cluster's admin kubeconfig arrives on
+# stdin (kept in a private file removed on exit). A cluster that does not answer (destroyed
+# with the lab, or not installed yet) or a node it does not know is not an error: there is
+# nothing to take out.
+
+set -u
+: "${OC?oc as a command name or a path}"
+: "${NODE_NAMES?the name of the node, short and fully qualified, blank-separated}"
+: "${DRAIN_TIMEOUT_S?seconds the drain may take before it fails}"
+
+command -v "$OC" >/dev/null 2>&1 || { echo "oc not found as '$OC': set gpu-lab:openshift.oc" >&2; exit 127; }
+umask 077
+KUBECONFIG=$(mktemp)
+trap 'rm -f "$KUBECONFIG"' EXIT
+cat > "$KUBECONFIG"
+export KUBECONFIG
+if ! "$OC" --request-timeout=30s get nodes -o name > /dev/null 2>&1; then
+    echo "the cluster does not answer; node $NODE_NAMES is not drained" >&2
+    exit 0
+fi
+for node in $NODE_NAMES; do
+    if "$OC" --request-timeout=30s get node "$node" -o name > /dev/null 2>&1; then
+        "$OC" adm cordon "$node" >&2
+        "$OC" adm drain "$node" --ignore-daemonsets --delete-emptydir-data --force \
+            --timeout="${DRAIN_TIMEOUT_S}s" >&2
+        "$OC" delete node "$node" >&2
+        echo "node $node drained and deleted"
+        exit 0
+    fi
+done
+echo "no node $NODE_NAMES in the cluster; nothing to drain" >&2
