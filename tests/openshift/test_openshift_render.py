@@ -804,7 +804,10 @@ def test_copies_an_earlier_gpu_lab_left_staged_are_removed(helper_root):
 
 def test_pxe_step_names_missing_boot_files_then_installs_and_removes_menus(helper_root):
     tmp_path, root, paths = helper_root
-    p = helper_plan(paths)
+    nodes = sections("baremetal")["openshift"]["nodes"]
+    for i, node in enumerate(n for n in nodes if n["role"] == "worker"):
+        node["mac"] = f"52:54:00:00:00:2{i}"  # each DGX picks its menu by MAC
+    p = helper_plan(paths, nodes=nodes)
     first = step(p, "pxe")
     assert first.returncode == 1
     assert f"{root}/tftpboot/pxelinux.0" in first.stderr and f"{root}/www/rhcos/rhcos-live-rootfs.x86_64.img" in first.stderr
@@ -816,8 +819,14 @@ def test_pxe_step_names_missing_boot_files_then_installs_and_removes_menus(helpe
     assert second.returncode == 0, second.stderr
     assert (root / "tftpboot/pxelinux.cfg/default").read_text() == render_pxelinux_default(p)
     assert (root / "tftpboot/grub.cfg").read_text() == render_grub_cfg(p)
+    assert sorted(x.name for x in (root / "tftpboot/pxelinux.cfg").iterdir()) == [
+        "01-52-54-00-00-00-20", "01-52-54-00-00-00-21", "default"]
     assert leftovers(root) == []
-    assert step(p, "pxe", "remove").returncode == 0
+    # a node that leaves takes its menu along on the next install
+    fewer = helper_plan(paths, nodes=[n for n in nodes if n["name"] != "dgx-1"])
+    assert step(fewer, "pxe").returncode == 0
+    assert sorted(x.name for x in (root / "tftpboot/pxelinux.cfg").iterdir()) == ["01-52-54-00-00-00-20", "default"]
+    assert step(fewer, "pxe", "remove").returncode == 0
     assert sorted(str(x.relative_to(root / "tftpboot")) for x in (root / "tftpboot").rglob("*") if x.is_file()) == [
         "grubx64.efi", "pxelinux.0"]  # the helper's own boot loaders stay
 

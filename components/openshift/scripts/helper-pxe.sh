@@ -2,8 +2,9 @@
 # On the helper node: install or remove the PXE menus in the TFTP root.
 # install: checks that the boot loaders and RHCOS images are there, then the menus arrive on
 # stdin as lines "<path under the TFTP root> <base64>" and are put in place through a private
-# directory under STAGING_DIR (removed on every exit).
-# remove: the menus go; boot loaders and images are the helper's own and stay.
+# directory under STAGING_DIR (removed on every exit). The menus installed are listed in
+# TFTP_ROOT/.gpu-lab-menus, so a menu that left the configuration (a node removed) goes too.
+# remove: the listed menus go; boot loaders and images are the helper's own and stay.
 
 set -eu
 : "${ACTION?install or remove}"
@@ -31,6 +32,7 @@ unpack() {
     done
 }
 
+list="$TFTP_ROOT/.gpu-lab-menus"
 case "$ACTION" in
     install)
         missing=
@@ -56,13 +58,29 @@ END_OF_REQUIRED
         done <<END_OF_MENUS
 $MENU_FILES
 END_OF_MENUS
+        if as_root test -f "$list"; then
+            as_root cat "$list" | while IFS= read -r old; do
+                if [ -n "$old" ] && ! printf '%s\n' "$MENU_FILES" | grep -qxF -e "$old"; then
+                    as_root rm -f "$TFTP_ROOT/$old" </dev/null
+                fi
+            done
+        fi
+        printf '%s\n' "$MENU_FILES" > "$work/menus"
+        as_root install -m 0644 "$work/menus" "$list"
         ;;
     remove)
+        if as_root test -f "$list"; then
+            as_root cat "$list" | while IFS= read -r old; do
+                if [ -n "$old" ]; then as_root rm -f "$TFTP_ROOT/$old" </dev/null; fi
+            done
+        fi
+        # the menus of this configuration, also where an earlier gpu-lab kept no list
         while IFS= read -r menu; do
             if [ -n "$menu" ]; then as_root rm -f "$TFTP_ROOT/$menu" </dev/null; fi
         done <<END_OF_MENUS
 $MENU_FILES
 END_OF_MENUS
+        as_root rm -f "$list"
         ;;
     *) echo "ACTION is '$ACTION', not install or remove" >&2; exit 2 ;;
 esac

@@ -1,0 +1,294 @@
+"""A lab that runs, for day-2 changes under the real Pulumi engine and the real pulumi-command plugin.
+
+Everything the program talks to is started here on loopback:
+
+- the helper node: Debian's OpenSSH server on a 127.0.0.1 port (key login), whose sessions get a
+  PATH with a recording `systemctl` in front, so the real helper scripts run, check their files
+  with the real `dnsmasq --test` and `haproxy -c`, and install them under a private root;
+- openshift-install and oc: recording stand-ins on the engine's PATH (the local Commands inherit
+  it); the installer writes the files the real one does, and its calls are counted;
+- the project: a copy of the working tree with a local file backend.
+
+`Day2Lab` runs `pulumi up`, `pulumi preview --json` and `--expect-no-changes` on it, and edits
+its stack configuration between runs. Needs the engine (`make setup-pulumi`) and the
+pulumi-command plugin built by hand (docs/engine.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
+PASSPHRASE = "day2-passphrase"
+
+FAKE_INSTALLER = """\
+#!/bin/sh
+# openshift-install stand-in: --dir D create manifests|ignition-configs, --dir D wait-for S
+set -eu
+dir=$2
+echo "$*" >> {log}/installer-calls
+case "$3 $4" in
+    "create manifests")
+        mkdir -p "$dir/manifests"
+        printf 'spec:\\n  mastersSchedulable: true\\n' > "$dir/manifests/cluster-scheduler-02-config.yml" ;;
+    "create ignition-configs")
+        rm "$dir/install-config.yaml"
+        mkdir -p "$dir/auth"
+        for role in bootstrap master worker; do
+            printf '{{"ignition":{{"version":"3.2.0"}},"role":"%s","ca":"%s"}}\\n' "$role" "$(date +%s%N)" > "$dir/$role.ign"
+        done
+        printf 'apiVersion: v1\\nkind: Config\\n' > "$dir/auth/kubeconfig"
+        echo kubeadmin-secret > "$dir/auth/kubeadmin-password"
+        echo '{{"clusterName":"day2"}}' > "$dir/metadata.json"
+        echo '{{}}' > "$dir/.openshift_install_state.json" ;;
+    "wait-for "*) ;;
+    *) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+"""
+
+FAKE_OC = """\
+#!{python}
+# oc stand-in: every node of FAKE_OC_NODES has joined; calls and patch bodies are logged
+import json, os, sys
+args = [a for a in sys.argv[1:] if not a.startswith("--request-timeout")]
+with open({log!r} + "/oc-calls", "a") as f:
+    f.write(" ".join(args) + "\\n")
+nodes = os.environ.get("FAKE_OC_NODES", "").split()
+if args[:2] == ["get", "csr"]:
+    pass
+elif args[:2] == ["get", "nodes"]:
+    print("\\n".join("node/" + n for n in nodes))
+elif args[:2] == ["get", "node"]:
+    sys.exit(0 if args[2] in nodes else 1)
+elif args[0] == "patch":
+    body = open(args[-1].split("=", 1)[1]).read()
+    with open({log!r} + "/patches", "a") as f:
+        f.write(json.dumps({{"target": " ".join(args[1:-1]), "body": json.loads(body)}}) + "\\n")
+"""
+
+RECORDING_SYSTEMCTL = """\
+#!/bin/sh
+echo "$*" >> {log}/systemctl-calls
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@dataclass
+class HelperNode:
+    """sshd on loopback playing the helper node; its files live under `root`."""
+
+    dir: Path
+    port: int
+    proc: subprocess.Popen
+    client_key: Path
+    host_key_line: str
+    root: Path
+
+    @classmethod
+    def start(cls, d: Path, sshd: str) -> HelperNode:
+        d.mkdir(parents=True)
+        d.chmod(0o755)
+        for key in ("host_key", "client_key"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", key, "-f", str(d / key)], check=True)
+        (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+        (d / "bin").mkdir()
+        _executable(d / "bin" / "systemctl", RECORDING_SYSTEMCTL.format(log=d))
+        root = d / "root"
+        for boot_file in ("tftpboot/pxelinux.0", "tftpboot/grubx64.efi"):  # the helper's own
+            (root / boot_file).parent.mkdir(parents=True, exist_ok=True)
+            (root / boot_file).write_bytes(b"\0")
+        port = free_port()
+        (d / "sshd_config").write_text(textwrap.dedent(f"""\
+            ListenAddress 127.0.0.1
+            Port {port}
+            HostKey {d}/host_key
+            PidFile {d}/sshd.pid
+            AuthorizedKeysFile {d}/authorized_keys
+            AuthenticationMethods publickey
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            PermitRootLogin prohibit-password
+            StrictModes no
+            UsePAM no
+            SetEnv PATH={d}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+            LogLevel ERROR
+            """))
+        if os.geteuid() == 0:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        log = (d / "sshd.log").open("w")
+        proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL, stderr=log)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"sshd did not start: {(d / 'sshd.log').read_text()}") from None
+                time.sleep(0.05)
+        host_key = (d / "host_key.pub").read_text().split()
+        return cls(d, port, proc, d / "client_key", " ".join(host_key[:2]), root)
+
+    def systemctl_calls(self) -> list[str]:
+        path = self.dir / "systemctl-calls"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def files(self) -> list[str]:
+        return sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+def openshift_section(helper: HelperNode, install_dir: Path, tools: Path) -> dict[str, Any]:
+    """A bare-metal cluster on loopback addresses (never contacted), its helper the sshd above."""
+    root = helper.root
+    nodes = [{"name": "bootstrap", "role": "bootstrap", "address": "127.0.10.9", "mac": "52:54:00:00:0a:09"}]
+    nodes += [{"name": f"cp-{i}", "role": "control-plane", "address": f"127.0.10.{10 + i}",
+               "mac": f"52:54:00:00:0a:1{i}"} for i in range(3)]
+    nodes += [{"name": f"dgx-{i}", "role": "worker", "address": f"127.0.10.{20 + i}",
+               "mac": f"52:54:00:00:0a:2{i}"} for i in range(3)]
+    return {
+        "clusterName": "day2", "baseDomain": "example.test", "platform": "none",
+        "networks": {"machineNetwork": ["127.0.10.0/24"]},
+        "nodes": nodes,
+        "helper": {
+            "address": "127.0.0.1", "port": helper.port, "user": "root", "webGroup": "root",
+            "paths": {"dnsmasqConf": f"{root}/etc/dnsmasq.d/openshift.conf", "hostsFile": f"{root}/etc/hosts.dnsmasq",
+                      "haproxyCfg": f"{root}/etc/haproxy/haproxy.cfg", "tftpRoot": f"{root}/tftpboot",
+                      "httpRoot": f"{root}/www", "staging": f"{root}/staging"},
+        },
+        "rhcos": {"kernel": "http://127.0.10.2:8080/rhcos/kernel", "initramfs": "http://127.0.10.2:8080/rhcos/initrd",
+                  "rootfs": "http://127.0.10.2:8080/rhcos/rootfs.img"},
+        "bootstrap": True,
+        "approveCsrs": True,
+        "installer": str(tools / "openshift-install"),
+        "oc": str(tools / "oc"),
+        "installDir": str(install_dir),
+    }
+
+
+@dataclass
+class Step:
+    op: str
+    type: str
+    name: str
+
+
+@dataclass
+class Day2Lab:
+    """A copy of the project with one stack under the real engine; config edited between runs."""
+
+    work: Path
+    config: dict[str, Any]
+    secrets: dict[str, str]
+    stack: str = "day2"
+    env: dict[str, str] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, work: Path, config: dict[str, Any], secrets: dict[str, str], tools: Path,
+               extra_env: dict[str, str] | None = None) -> Day2Lab:
+        project = work / "project"
+        project.mkdir(parents=True)
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                               capture_output=True).stdout.decode().split("\0")
+        for rel in files:
+            if rel and not rel.startswith((".venv/", ".cache/")) and (ROOT / rel).is_file():
+                (project / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / rel, project / rel)
+        (project / ".venv").symlink_to(ROOT / ".venv")
+        env = {**os.environ,
+               "PATH": f"{CACHE}/bin:{tools}:{os.environ['PATH']}", "PULUMI_HOME": str(CACHE / "home"),
+               "PULUMI_SKIP_UPDATE_CHECK": "1", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+               "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+               **(extra_env or {})}
+        (work / "state").mkdir()
+        lab = cls(work, copy.deepcopy(config), dict(secrets), env=env)
+        lab.pulumi("stack", "init", lab.stack)
+        lab.write_config()
+        return lab
+
+    @property
+    def project(self) -> Path:
+        return self.work / "project"
+
+    def pulumi(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
+        started = time.monotonic()
+        proc = subprocess.run(["pulumi", *args, "--non-interactive"] if args[0] in ("up", "preview", "destroy")
+                              else ["pulumi", *args], cwd=self.project, env=self.env, input=stdin,
+                              capture_output=True, text=True, timeout=1800)
+        summary = f" {_summary(proc.stdout)}" if "--json" in args and args[0] in ("up", "destroy") else ""
+        self.log.append(f"pulumi {' '.join(args)}: exit {proc.returncode} in {time.monotonic() - started:.1f}s{summary}")
+        if check and proc.returncode != 0:
+            raise AssertionError(f"pulumi {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def write_config(self) -> None:
+        """The stack file from `config`, then every secret through `pulumi config set --secret` (stdin)."""
+        stack_file = self.project / f"Pulumi.{self.stack}.yaml"
+        kept = {k: v for k, v in (yaml.safe_load(stack_file.read_text()) or {}).items() if k != "config"} \
+            if stack_file.exists() else {}
+        stack_file.write_text(yaml.safe_dump({**kept, "config": self.config}, sort_keys=False))
+        for key, value in self.secrets.items():
+            self.pulumi("config", "set", "--secret", *(("--path",) if "." in key.split(":", 1)[1] else ()), key,
+                        stdin=value)
+
+    def up(self) -> dict[str, int]:
+        proc = self.pulumi("up", "--yes", "--skip-preview", "--json")
+        return _summary(proc.stdout)
+
+    def preview(self) -> list[Step]:
+        """`pulumi preview --json`: every step that is not `same`."""
+        proc = self.pulumi("preview", "--json")
+        steps = json.loads(proc.stdout).get("steps", [])
+        return [Step(s["op"], s.get("newState", s.get("oldState", {})).get("type", ""), s["urn"].rsplit("::", 1)[-1])
+                for s in steps if s["op"] != "same"]
+
+    def expect_no_changes(self) -> None:
+        self.pulumi("preview", "--expect-no-changes")
+
+    def destroy(self) -> dict[str, int]:
+        return _summary(self.pulumi("destroy", "--yes", "--skip-preview", "--json").stdout)
+
+
+def _summary(stdout: str) -> dict[str, int]:
+    """The change summary of `pulumi up|destroy --json`, a stream of engine events (op -> count)."""
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"summaryEvent"' in line:
+            return dict(json.loads(line)["summaryEvent"].get("resourceChanges") or {})
+    return {}
+
+
+def standins(tools: Path, log: Path) -> None:
+    tools.mkdir(parents=True, exist_ok=True)
+    log.mkdir(parents=True, exist_ok=True)
+    _executable(tools / "openshift-install", FAKE_INSTALLER.format(log=log))
+    _executable(tools / "oc", FAKE_OC.format(python=sys.executable, log=str(log)))

@@ -1,0 +1,147 @@
+"""Day 2 on a lab that runs, under the real engine and the real pulumi-command plugin (tests/engine/day2_engine.py).
+
+One lab, one sequence, as a lab engineer's weeks go: build it, then add a worker, remove one from
+the middle, rotate the pull secret, switch the bootstrap node off; after each `pulumi up` a
+`pulumi preview --expect-no-changes` must pass, and before it `pulumi preview --json` must show
+exactly the intended steps. openshift-install must have run once at the end of all of it.
+
+The pulumi-command plugin is built from source by hand (docs/engine.md), so this skips without it,
+in CI too (`built_by_hand`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from day2_engine import CACHE, Day2Lab, HelperNode, openshift_section, standins
+from required_tools import require_tool
+
+PULL = '{"auths":{"registry.example":{"auth":"Zmlyc3Q="}}}'
+ROTATED_PULL = '{"auths":{"registry.example":{"auth":"c2Vjb25k"}}}'
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOfQ8wJX6kH3b6dJkh6rSQyk8p0m2Q7FaHqWb2WwqkDs core@day2"
+
+
+def _plugin_installed(name: str) -> bool:
+    want = version(f"pulumi-{name}")
+    return (CACHE / "home" / "plugins" / f"resource-{name}-v{want}" / f"pulumi-resource-{name}").is_file()
+
+
+def _ops(steps) -> dict[str, str]:
+    ops = {s.name: s.op for s in steps}
+    print(f"preview: {len(ops)} steps: {ops}")
+    return ops
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not (CACHE / "bin" / "pulumi").exists():
+        pytest.skip(f"no Pulumi engine in {CACHE}: run make setup-pulumi")
+    if not _plugin_installed("command"):
+        pytest.skip("the pulumi-command plugin is not installed (built by hand: docs/engine.md)")
+    sshd = require_tool("sshd", "run scripts/install-switch-test-tools.sh")
+    require_tool("dnsmasq")
+    require_tool("haproxy")
+    work = tmp_path_factory.mktemp("day2")
+    tools, log = work / "tools", work / "log"
+    standins(tools, log)
+    helper = HelperNode.start(work / "helper", sshd)
+    config = {"gpu-lab:openshift": openshift_section(helper, work / "install", tools)}
+    secrets = {"gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
+               "gpu-lab:helperSshPrivateKey": helper.client_key.read_text()}
+    lab = Day2Lab.create(work, config, secrets, tools, {"FAKE_OC_NODES": "cp-0 cp-1 cp-2 dgx-0 dgx-1 dgx-2 dgx-3"})
+    lab.helper, lab.log_dir = helper, log  # type: ignore[attr-defined]
+    yield lab
+    try:
+        if os.environ.get("DAY2_KEEP") != "1" and not getattr(lab, "destroyed", False):
+            lab.destroy()
+    finally:
+        helper.stop()
+        print("\n".join(lab.log))
+
+
+def _nodes(lab) -> list[dict]:
+    return lab.config["gpu-lab:openshift"]["nodes"]
+
+
+def _installer_calls(lab) -> list[str]:
+    return (lab.log_dir / "installer-calls").read_text().splitlines()
+
+
+@pytest.mark.built_by_hand
+def test_a_week_of_changes_on_a_running_lab(lab):
+    helper: HelperNode = lab.helper
+    # day 1
+    lab.up()
+    lab.expect_no_changes()
+    assert [c.split()[-1] for c in _installer_calls(lab)] == ["manifests", "ignition-configs"]
+    assert "www/bootstrap.ign" in helper.files() and "etc/haproxy/haproxy.cfg" in helper.files()
+    assert not (helper.root / "staging").exists() or not any((helper.root / "staging").iterdir())
+    lab.up()  # twice in a row with no edit: nothing
+    lab.expect_no_changes()
+
+    # add a worker
+    _nodes(lab).append({"name": "dgx-3", "role": "worker", "address": "127.0.10.23", "mac": "52:54:00:00:0a:23"})
+    lab.write_config()
+    ops = _ops(lab.preview())
+    assert ops == {"lab-identity": "update", "openshift": "update", "openshift-dns": "update",
+                   "openshift-lb": "update", "openshift-pxe": "update", "openshift-nodes": "update",
+                   "openshift-nodes-dgx-3": "create"}, ops
+    lab.up()
+    lab.expect_no_changes()
+
+    # remove a worker from the middle: only it goes, drained first
+    lab.config["gpu-lab:openshift"]["nodes"] = [n for n in _nodes(lab) if n["name"] != "dgx-1"]
+    lab.write_config()
+    ops = _ops(lab.preview())
+    assert ops == {"lab-identity": "update", "openshift": "update", "openshift-dns": "update",
+                   "openshift-lb": "update", "openshift-pxe": "update", "openshift-nodes": "update",
+                   "openshift-nodes-dgx-1": "delete"}, ops
+    lab.up()
+    lab.expect_no_changes()
+    oc_calls = (lab.log_dir / "oc-calls").read_text().splitlines()
+    assert [c for c in oc_calls if c.startswith(("adm", "delete"))] == [
+        "adm cordon dgx-1", "adm drain dgx-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=900s",
+        "delete node dgx-1"]
+
+    # rotate the pull secret: the running cluster's secret is patched, nothing else runs
+    lab.secrets["gpu-lab:pullSecret"] = ROTATED_PULL
+    lab.write_config()
+    ops = _ops(lab.preview())
+    assert ops == {"openshift-pull-secret": "update"}, ops
+    lab.up()
+    lab.expect_no_changes()
+    (patch,) = [json.loads(line) for line in (lab.log_dir / "patches").read_text().splitlines()]
+    assert patch["target"] == "secret/pull-secret -n openshift-config --type=merge"
+
+    # bootstrap done: its ignition leaves the web server, its backends and records go
+    lab.config["gpu-lab:openshift"]["bootstrap"] = False
+    lab.write_config()
+    ops = _ops(lab.preview())
+    assert ops == {"openshift": "update", "openshift-dns": "update", "openshift-lb": "update",
+                   "openshift-pxe": "update", "openshift-publish-bootstrap-ign": "delete"}, ops
+    lab.up()
+    lab.expect_no_changes()
+    assert "www/bootstrap.ign" not in helper.files() and "www/master.ign" in helper.files()
+
+    # an edit a running cluster cannot take is refused by the preview, naming it
+    lab.config["gpu-lab:openshift"]["clusterName"] = "day3"
+    lab.write_config()
+    refused = lab.pulumi("preview", check=False)
+    assert refused.returncode != 0
+    assert "openshift.clusterName: 'day2' -> 'day3': the cluster is installed once" in refused.stdout + refused.stderr
+    lab.config["gpu-lab:openshift"]["clusterName"] = "day2"
+    lab.write_config()
+    lab.expect_no_changes()
+
+    # the installer ran once through all of it
+    assert [c.split()[-1] for c in _installer_calls(lab)] == ["manifests", "ignition-configs"]
+
+    # taking the lab down leaves the helper as it was: only its own boot loaders
+    lab.destroy()
+    assert helper.files() == ["tftpboot/grubx64.efi", "tftpboot/pxelinux.0"]
+    assert not Path(lab.config["gpu-lab:openshift"]["installDir"]).exists()
+    lab.destroyed = True  # type: ignore[attr-defined]
