@@ -136,6 +136,8 @@ class HelperNode:
             StrictModes no
             UsePAM no
             SetEnv PATH={d}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+            # pulumi-command's CopyToRemote (gpu-lab before 0.2) copies over SFTP
+            Subsystem sftp internal-sftp
             LogLevel ERROR
             """))
         if os.geteuid() == 0:
@@ -215,16 +217,9 @@ class Day2Lab:
 
     @classmethod
     def create(cls, work: Path, config: dict[str, Any], secrets: dict[str, str], tools: Path,
-               extra_env: dict[str, str] | None = None) -> Day2Lab:
+               extra_env: dict[str, str] | None = None, tree: Path = ROOT) -> Day2Lab:
         project = work / "project"
-        project.mkdir(parents=True)
-        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                               capture_output=True).stdout.decode().split("\0")
-        for rel in files:
-            if rel and not rel.startswith((".venv/", ".cache/")) and (ROOT / rel).is_file():
-                (project / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / rel, project / rel)
-        (project / ".venv").symlink_to(ROOT / ".venv")
+        copy_tree(tree, project)
         env = {**os.environ,
                "PATH": f"{CACHE}/bin:{tools}:{os.environ['PATH']}", "PULUMI_HOME": str(CACHE / "home"),
                "PULUMI_SKIP_UPDATE_CHECK": "1", "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
@@ -248,7 +243,7 @@ class Day2Lab:
         summary = f" {_summary(proc.stdout)}" if "--json" in args and args[0] in ("up", "destroy") else ""
         self.log.append(f"pulumi {' '.join(args)}: exit {proc.returncode} in {time.monotonic() - started:.1f}s{summary}")
         if check and proc.returncode != 0:
-            raise AssertionError(f"pulumi {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(f"pulumi {' '.join(args)} exited {proc.returncode}:\n{_errors(proc.stdout)}\n{proc.stderr}")
         return proc
 
     def write_config(self) -> None:
@@ -277,6 +272,33 @@ class Day2Lab:
 
     def destroy(self) -> dict[str, int]:
         return _summary(self.pulumi("destroy", "--yes", "--skip-preview", "--json").stdout)
+
+
+def copy_tree(tree: Path, project: Path) -> None:
+    """The program of `tree` (a checkout: tracked and untracked files, not ignored) into `project`,
+    replacing the program there; the stack file and the venv link stay."""
+    if project.exists():
+        for entry in project.iterdir():
+            if entry.name != ".venv" and not entry.name.startswith("Pulumi."):
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    project.mkdir(parents=True, exist_ok=True)
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=tree, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for rel in files:
+        if rel and not rel.startswith((".venv/", ".cache/")) and not rel.startswith("Pulumi.") and (tree / rel).is_file():
+            (project / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(tree / rel, project / rel)
+    for rel in ("Pulumi.yaml",):
+        shutil.copy2(tree / rel, project / rel)
+    if not (project / ".venv").exists():
+        (project / ".venv").symlink_to(ROOT / ".venv")
+
+
+def _errors(stdout: str) -> str:
+    """The error diagnostics of a `--json` event stream (the whole text otherwise)."""
+    found = [json.loads(line)["diagnosticEvent"] for line in stdout.splitlines()
+             if line.startswith("{") and '"diagnosticEvent"' in line and '"severity":"error"' in line]
+    return "\n".join(f"{d.get('urn', '')}: {d['message'].strip()}" for d in found) if found else stdout
 
 
 def _summary(stdout: str) -> dict[str, int]:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from day2_engine import CACHE, Day2Lab, HelperNode, openshift_section, standins
+from day2_engine import CACHE, ROOT, Day2Lab, HelperNode, copy_tree, openshift_section, standins
 from required_tools import require_tool
 
 PULL = '{"auths":{"registry.example":{"auth":"Zmlyc3Q="}}}'
@@ -145,3 +146,57 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     assert helper.files() == ["tftpboot/grubx64.efi", "tftpboot/pxelinux.0"]
     assert not Path(lab.config["gpu-lab:openshift"]["installDir"]).exists()
     lab.destroyed = True  # type: ignore[attr-defined]
+
+
+PREVIOUS_RELEASE = "8b1e349"  # gpu-lab 0.1.0
+
+
+@pytest.fixture
+def previous_release(tmp_path):
+    """A checkout of the previous release, as `git worktree` makes it."""
+    tree = tmp_path / "previous"
+    subprocess.run(["git", "worktree", "add", "--detach", str(tree), PREVIOUS_RELEASE], cwd=ROOT, check=True,
+                   capture_output=True)
+    yield tree
+    subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+
+
+@pytest.mark.built_by_hand
+def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_path, previous_release):
+    if not (CACHE / "bin" / "pulumi").exists() or not _plugin_installed("command"):
+        pytest.skip("needs the engine and the pulumi-command plugin built by hand (docs/engine.md)")
+    sshd = require_tool("sshd", "run scripts/install-switch-test-tools.sh")
+    tools, log = tmp_path / "tools", tmp_path / "log"
+    standins(tools, log)
+    helper = HelperNode.start(tmp_path / "helper", sshd)
+    section = openshift_section(helper, tmp_path / "install", tools)
+    section["helper"].pop("webGroup")  # 0.1.0 does not know it
+    secrets = {"gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
+               "gpu-lab:helperSshPrivateKey": helper.client_key.read_text()}
+    lab = Day2Lab.create(tmp_path / "lab", {"gpu-lab:openshift": section}, secrets, tools,
+                         {"FAKE_OC_NODES": "cp-0 cp-1 cp-2 dgx-0 dgx-1 dgx-2"}, tree=previous_release)
+    try:
+        lab.up()
+        section["helper"]["webGroup"] = "root"  # the test machine has no apache group
+        lab.write_config()
+        copy_tree(ROOT, lab.project)
+        ops = _ops(lab.preview())
+        # the install, the one thing that must never run again, is not touched
+        assert "openshift-ignition" not in ops
+        replaced = sorted(name for name, op in ops.items() if op == "replace")
+        assert replaced == ["openshift-dns", "openshift-lb", "openshift-publish-bootstrap-ign",
+                            "openshift-publish-master-ign", "openshift-publish-worker-ign", "openshift-pxe"]
+        lab.up()
+        lab.expect_no_changes()
+        assert [c.split()[-1] for c in _installer_calls_of(log)] == ["ignition-configs"]
+        assert not [p for p in (helper.root / "staging").rglob("*") if p.is_file()]  # 0.1.0's staged copies
+    finally:
+        try:
+            lab.destroy()
+        finally:
+            helper.stop()
+            print("\n".join(lab.log))
+
+
+def _installer_calls_of(log: Path) -> list[str]:
+    return (log / "installer-calls").read_text().splitlines()
