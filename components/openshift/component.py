@@ -80,6 +80,9 @@ NODES_TYPE = "gpu-lab:openshift:ClusterNodes"
 DIAL_ERROR_LIMIT = 10
 PER_DIAL_TIMEOUT_S = 30
 
+HELPER_PLACE = ["delete", "connection.host", "connection.port", "connection.user"]
+"""What says where a helper step installed: its delete (the paths, sudo or not) and the login."""
+
 RUN_ONCE = ["create", "update", "delete", "stdin", "triggers", "environment", "logging", "dir", "interpreter",
             "addPreviousOutputInEnv", "assetPaths", "archivePaths"]
 """Every input of a local Command: a step that must run once per cluster ignores all of them after create
@@ -199,6 +202,9 @@ class OpenShiftUpi(pulumi.ComponentResource):
             dial_error_limit=DIAL_ERROR_LIMIT,
             per_dial_timeout=PER_DIAL_TIMEOUT_S,
         )
+        # A step that would install somewhere else (other paths, another helper, another login)
+        # first takes back what it installed where it was: a replace, old delete first.
+        moved = pulumi.ResourceOptions(replace_on_changes=HELPER_PLACE, delete_before_replace=True)
         done: list[pulumi.Resource] = []
         for step, files in helper_files(p).items():
             done.append(remote.Command(
@@ -206,10 +212,10 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 connection=conn,
                 create=render_helper_step(p, step, "install"),
                 delete=render_helper_step(p, step, "remove"),
-                # A changed file is an update, which installs again: the service restarts only
-                # when a file of its own changed.
+                # A changed file is an update, which installs again; the service restarts only when
+                # a file of its own changed (an update that changes no file restarts nothing).
                 stdin=file_bundle(files),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions.merge(moved, pulumi.ResourceOptions(parent=self)),
             ))
 
         # The ignition files exist only once the installer has run: during a first preview they are
@@ -226,7 +232,8 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 stdin=generated.apply(functools.partial(_file_of, key)),
                 logging=remote.Logging.STDERR,
                 # gpu-lab 0.1 staged each file under this name and published them all in one step.
-                opts=pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(name=f"{name}-stage-{slug}")]),
+                opts=pulumi.ResourceOptions.merge(moved, pulumi.ResourceOptions(
+                    parent=self, aliases=[pulumi.Alias(name=f"{name}-stage-{slug}")])),
             ))
         return done
 

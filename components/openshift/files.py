@@ -623,11 +623,13 @@ def render_helper_step(plan: ClusterPlan, step: str, action: str) -> str:
         oc = plan.config
         local_images = [loc for loc in (oc.rhcos.kernel, oc.rhcos.initramfs, oc.rhcos.rootfs)
                         if not urlsplit(loc).scheme]
+        installing = action == "install"
         return _helper_script(plan, "helper-pxe.sh", action, {
             "TFTP_ROOT": paths.tftp_root,
+            # remove reads the list the last install left, so its text does not change with the nodes
             "REQUIRED_FILES": [f"{paths.tftp_root}/{loader}" for loader in BOOT_LOADERS]
-                              + [f"{paths.http_root}/{image}" for image in local_images],
-            "MENU_FILES": list(helper_files(plan)["pxe"]),
+                              + [f"{paths.http_root}/{image}" for image in local_images] if installing else [],
+            "MENU_FILES": list(helper_files(plan)["pxe"]) if installing else [],
         })
     raise ValueError(f"no helper step {step!r}; steps: dns, lb, pxe")
 

@@ -7,6 +7,7 @@ import grp
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import textwrap
@@ -857,6 +858,7 @@ def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
     assert not (tmp_path / "sudo-calls").exists()
     assert len((tmp_path / "systemctl-calls").read_text().splitlines()) == 4
 
+    shutil.rmtree(root / "etc")
     as_core = helper_plan(paths, helper={"user": "core"})
     for name in ("dns", "lb"):
         done = step(as_core, name)
@@ -864,6 +866,21 @@ def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
     calls = (tmp_path / "sudo-calls").read_text().splitlines()
     # every privileged command goes through sudo -n; reading stdin and the private copy do not
     assert [c.split()[1] for c in calls] == [
-        "dnsmasq", "install", "install", "systemctl", "systemctl",
-        "haproxy", "test", "test", "grep", "install", "systemctl", "systemctl"]
+        "dnsmasq", "cmp", "install", "install", "systemctl", "systemctl",
+        "haproxy", "cmp", "test", "install", "systemctl", "systemctl"]
     assert all(c.startswith("-n ") for c in calls)
+
+
+def test_an_update_that_changes_no_file_restarts_nothing(helper_root):
+    tmp_path, root, paths = helper_root
+    p = helper_plan(paths)
+    for name in ("dns", "lb"):
+        assert step(p, name).returncode == 0
+    before = (tmp_path / "systemctl-calls").read_text()
+    for name in ("dns", "lb"):  # what a rotated helper login runs: the same files again
+        again = step(p, name)
+        assert again.returncode == 0 and "unchanged" in again.stdout
+    assert (tmp_path / "systemctl-calls").read_text() == before
+    changed = helper_plan(paths, ingressNodes=["dgx-0"])
+    assert step(changed, "lb").returncode == 0
+    assert (tmp_path / "systemctl-calls").read_text().splitlines()[-1] == "reload-or-restart haproxy"

@@ -40,6 +40,11 @@ case "$ACTION" in
         # copies an earlier gpu-lab left staged
         rm -f "$STAGING_DIR/dnsmasq.conf" "$STAGING_DIR/hosts.dnsmasq"
         as_root dnsmasq --test -C "$work/dnsmasq.conf"
+        # an update that changes neither file (a rotated login, say) restarts nothing
+        if as_root cmp -s "$work/hosts.dnsmasq" "$HOSTS_FILE" && as_root cmp -s "$work/dnsmasq.conf" "$DNSMASQ_CONF"; then
+            echo "dnsmasq files unchanged"
+            exit 0
+        fi
         as_root install -D -m 0644 "$work/hosts.dnsmasq" "$HOSTS_FILE"
         as_root install -D -m 0644 "$work/dnsmasq.conf" "$DNSMASQ_CONF"
         as_root systemctl enable dnsmasq

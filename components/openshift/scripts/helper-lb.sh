@@ -41,6 +41,11 @@ case "$ACTION" in
         # a copy an earlier gpu-lab left staged
         rm -f "$STAGING_DIR/haproxy.cfg"
         as_root haproxy -c -f "$work/haproxy.cfg"
+        # an update that does not change the file (a rotated login, say) reloads nothing
+        if as_root cmp -s "$work/haproxy.cfg" "$HAPROXY_CFG"; then
+            echo "haproxy.cfg unchanged"
+            exit 0
+        fi
         if as_root test -f "$HAPROXY_CFG" && ! as_root test -f "$original" \
                 && ! as_root grep -qF -e "$MARKER" "$HAPROXY_CFG"; then
             as_root cp -p "$HAPROXY_CFG" "$original"

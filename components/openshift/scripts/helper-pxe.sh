@@ -11,8 +11,8 @@ set -eu
 : "${USE_SUDO?yes: run the privileged commands through sudo -n; no: run them as they are}"
 : "${STAGING_DIR?where a private directory for the menus is made, and removed again}"
 : "${TFTP_ROOT?the TFTP root dnsmasq serves}"
-: "${REQUIRED_FILES?absolute paths that must exist, one per line: boot loaders, local images}"
-: "${MENU_FILES?the menu files, paths under TFTP_ROOT, one per line}"
+: "${REQUIRED_FILES?absolute paths that must exist, one per line: boot loaders, local images (install only)}"
+: "${MENU_FILES?the menu files, paths under TFTP_ROOT, one per line (install only)}"
 
 as_root() {
     case "$USE_SUDO" in
@@ -74,12 +74,6 @@ END_OF_MENUS
                 if [ -n "$old" ]; then as_root rm -f "$TFTP_ROOT/$old" </dev/null; fi
             done
         fi
-        # the menus of this configuration, also where an earlier gpu-lab kept no list
-        while IFS= read -r menu; do
-            if [ -n "$menu" ]; then as_root rm -f "$TFTP_ROOT/$menu" </dev/null; fi
-        done <<END_OF_MENUS
-$MENU_FILES
-END_OF_MENUS
         as_root rm -f "$list"
         ;;
     *) echo "ACTION is '$ACTION', not install or remove" >&2; exit 2 ;;
