@@ -988,6 +988,7 @@ def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="lab")
+    parser.add_argument("--stack-file", type=Path, help="the working side reads this file, not Pulumi.<stack>.yaml")
     parser.add_argument("--base", default="HEAD", help="git ref of the lab as built (default HEAD)")
     parser.add_argument("--fail-on", default="", help="comma-separated effects that make the exit status 1")
     parser.add_argument("--out", type=Path, help="output directory (default build/<stack>)")
@@ -998,7 +999,7 @@ def main(argv: list[str] | None = None) -> int:
         fail_on = parse_fail_on(args.fail_on)
         commit = resolve_base(args.base)
         with _Background(lambda: base_snapshot(commit, args.stack)) as base_job:
-            new = _plan_working_tree(args.stack)
+            new = _plan_working_tree(args.stack, args.stack_file)
             base = base_job.result()
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
@@ -1016,13 +1017,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _plan_working_tree(stack: str) -> list[Planned]:
+def _plan_working_tree(stack: str, stack_file: Path | None = None) -> list[Planned]:
     from components.model import ConfigError
     from tools.mockrun import run_program
     from tools.stackfile import load_stack_config, offline_secrets
 
     try:
-        config = load_stack_config(stack)
+        config = load_stack_config(stack, stack_file)
         return snapshot(run_program(config, stack=stack, secrets=offline_secrets(config)))
     except ConfigError as err:
         raise BadInput(str(err)) from None
