@@ -6,7 +6,7 @@ VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 export PATH := $(CURDIR)/.cache/bin:$(PATH)
 
-.PHONY: help setup lint test plan render bench clean lock
+.PHONY: help setup lint test plan diff baseline render bench clean lock
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -33,6 +33,14 @@ test: setup ## every test; installs the Debian test tools (root or sudo) and vcs
 
 plan: setup ## offline plan under mocks: resource tree, plan.json, policy verdicts (STACK, OUT)
 	$(PYTHON) -m tools.plan --stack $(STACK) --out $(OUT)
+
+BASE ?= HEAD
+FAIL_ON ?=
+diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=replace,reboot,rerun,delete exits 1
+	$(PYTHON) -m tools.diff --stack $(STACK) --base "$(BASE)" --fail-on "$(FAIL_ON)" --out $(OUT)
+
+baseline: setup ## re-record the upgrade gate's baselines (release/baselines/<stack>.json) of the shipped stacks: at a release
+	$(PYTHON) -m tools.upgrade record
 
 render: setup ## every generated file for review, secrets redacted (STACK, OUT)
 	$(PYTHON) -m tools.render --stack $(STACK) --out $(OUT)

@@ -34,7 +34,11 @@ registers a Kubernetes object the typed classes cannot carry.
   theirs with `set_all_config`, which only this variable holds.
 - `install_program_patches()`, run once at the top of `__main__.py` (so under the real engine and
   under `make plan`'s mocks alike), replaces two SDK functions the real preview spends most of
-  the program's event-loop time in (README, Benchmark):
+  the program's event-loop time in (README, Benchmark). Only on the SDK version they were checked
+  against (`CHECKED_AGAINST`): on any other, the SDK's own functions run and the program logs one
+  warning naming the installed version. Each stands in for the upstream function named below
+  (pulumi/pulumi, sdk/python/lib/pulumi/runtime/stack.py `wait_for_rpcs`, and sdk/python/lib/
+  pulumi/log.py `debug`):
   - `pulumi.runtime.stack.wait_for_rpcs`, which `run_pulumi_func` calls after the program body.
     After the RPCs drain, the SDK waits for the tracked Outputs (`SETTINGS.outputs`) with
     `asyncio.wait(FIRST_COMPLETED)` in a loop: every completion re-arms a callback on every task
@@ -55,6 +59,7 @@ registers a Kubernetes object the typed classes cannot carry.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import os
 from collections import deque
 from typing import Any
@@ -116,10 +121,31 @@ _sdk_wait_for_rpcs = pulumi.runtime.stack.wait_for_rpcs
 _sdk_log_debug = pulumi.log.debug
 
 
-def install_program_patches() -> None:
-    """Swap in the linear Output wait and, unless GPU_LAB_SDK_DEBUG=1, silent SDK debug logs (idempotent)."""
+_warned_versions: set[str] = set()
+
+
+def sdk_version() -> str:
+    return importlib.metadata.version("pulumi")
+
+
+def install_program_patches() -> bool:
+    """On the checked SDK version, swap in the linear Output wait and, unless GPU_LAB_SDK_DEBUG=1, silent
+    SDK debug logs (idempotent), and return True. On any other version leave the SDK as it is, warn once
+    (per process and version) and return False."""
+    installed = sdk_version()
+    if installed != CHECKED_AGAINST["pulumi"]:
+        pulumi.runtime.stack.wait_for_rpcs = _sdk_wait_for_rpcs
+        pulumi.log.debug = _sdk_log_debug
+        if installed not in _warned_versions:
+            _warned_versions.add(installed)
+            pulumi.log.warn(
+                f"gpu-lab: pulumi {installed} is installed; its SDK patches (components/sdk_internals.py) were "
+                f"checked against {CHECKED_AGAINST['pulumi']} only, so the SDK's own wait_for_rpcs and debug "
+                "logging run (correct, slower on large stacks)")
+        return False
     pulumi.runtime.stack.wait_for_rpcs = _wait_for_rpcs
     pulumi.log.debug = _sdk_log_debug if os.environ.get(SDK_DEBUG_ENV) == "1" else _no_debug_log
+    return True
 
 
 def _no_debug_log(msg: str, resource: Any = None, stream_id: int | None = None, ephemeral: bool | None = None) -> None:

@@ -5,6 +5,8 @@
 #   make pulumi-check   report what is installed, build nothing
 #   make engine-sim     the real engine on components.vsphere.dynamic against vcsim: preview with
 #                       the policy pack, up, secrets check, update, destroy (~11 s)
+#   make engine-upgrade the previous release's `up` on the same resources, then this tree's
+#                       `preview --expect-no-changes` (scripts/engine-upgrade.sh)
 #   make sim-preview    the whole program with the real provider plugins against vcsim:
 #                       preview --policy-pack of SIM_STACK (default sim); skips without the plugins
 #
@@ -15,7 +17,7 @@ PULUMI_BIN := $(PULUMI_CACHE_DIR)/bin
 PULUMI_ENV := env PATH="$(PULUMI_BIN):$$PATH" PULUMI_HOME="$(PULUMI_CACHE_DIR)/home" \
 	PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 
-.PHONY: setup-pulumi engine-sim pulumi-check sim-preview
+.PHONY: setup-pulumi engine-sim engine-upgrade pulumi-check sim-preview
 
 setup-pulumi: setup ## the Pulumi engine into .cache/pulumi: installer, or built from Go modules (engine-bootstrap/)
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash engine-bootstrap/setup-pulumi.sh
@@ -23,6 +25,10 @@ setup-pulumi: setup ## the Pulumi engine into .cache/pulumi: installer, or built
 engine-sim: setup setup-pulumi ## the real engine on our pyvmomi resources against vcsim
 	bash scripts/install-vcsim.sh
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/engine-sim.sh
+
+engine-upgrade: setup setup-pulumi ## the real engine: up with the last release (release/releases.txt), this tree's preview --expect-no-changes
+	bash scripts/install-vcsim.sh
+	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/engine-upgrade.sh
 
 pulumi-check: ## what of the Pulumi engine is installed, build nothing
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash engine-bootstrap/setup-pulumi.sh --check

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import plan, policy_check
+from tools import plan, policy_check, upgrade
 from tools.stackfile import stack_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,3 +36,19 @@ def test_real_stack_plans_cleanly_and_passes_the_policy_pack(stack, tmp_path):
     assert run.resources, f"{REAL_STACKS[stack]} planned no resources"
     report = policy_check.check(policy_check.load_stack(tmp_path / "plan.json"), PACK)
     assert report.mandatory == [], [v.as_dict() for v in report.mandatory]
+
+
+def test_the_upgrade_gate_covers_every_shipped_stack():
+    assert sorted(upgrade.SHIPPED_STACKS) == sorted(REAL_STACKS)
+
+
+@pytest.mark.parametrize("stack", list(REAL_STACKS))
+def test_upgrade_gate_nothing_undeclared_moves_reruns_reboots_or_is_replaced(stack):
+    """A lab built at the last release, updated to this tree: every URN moved without an alias, every
+    replace, delete, re-run and reboot (tools.diff's rules) must be declared in the CHANGELOG entry of
+    the version in pyproject.toml. Re-record the baselines with `make baseline` at a release."""
+    found = upgrade.findings(stack, upgrade.read_baseline(stack), upgrade.plan(stack))
+    declared = upgrade.declarations(upgrade.CHANGELOG.read_text(), upgrade.version())
+    missing = upgrade.undeclared(found, declared)
+    assert missing == [], "declare these in CHANGELOG.md (### Declared changes) or undo them:\n" + "\n".join(
+        f.line() for f in missing)

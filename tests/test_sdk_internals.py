@@ -330,3 +330,28 @@ def test_patched_wait_is_linear_where_the_sdk_is_quadratic(monkeypatch):
     if seconds["patched"] * 5 > seconds["sdk"]:
         sdk_changed("pulumi.runtime.stack.wait_for_rpcs",
                     f"the SDK's own wait is no longer much slower ({seconds}); the patch may be unneeded")
+
+
+def test_patches_apply_only_on_the_checked_sdk_version_else_the_sdks_own_run_with_one_warning(monkeypatch):
+    import pulumi.log
+    from pulumi.runtime import stack
+
+    monkeypatch.setattr(stack, "wait_for_rpcs", stack.wait_for_rpcs)  # restored after the test
+    monkeypatch.setattr(pulumi.log, "debug", pulumi.log.debug)
+    monkeypatch.delenv(sdk_internals.SDK_DEBUG_ENV, raising=False)
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda msg, *a, **k: warnings.append(msg))
+    monkeypatch.setattr(sdk_internals, "_warned_versions", set())
+
+    assert sdk_internals.sdk_version() == sdk_internals.CHECKED_AGAINST["pulumi"]
+    assert sdk_internals.install_program_patches() is True
+    assert stack.wait_for_rpcs is sdk_internals._wait_for_rpcs and pulumi.log.debug is sdk_internals._no_debug_log
+    assert warnings == []
+
+    monkeypatch.setattr(sdk_internals, "sdk_version", lambda: "3.999.0")
+    assert sdk_internals.install_program_patches() is False
+    assert sdk_internals.install_program_patches() is False
+    assert stack.wait_for_rpcs is sdk_internals._sdk_wait_for_rpcs
+    assert pulumi.log.debug is sdk_internals._sdk_log_debug
+    assert len(warnings) == 1 and "pulumi 3.999.0 is installed" in warnings[0] \
+        and sdk_internals.CHECKED_AGAINST["pulumi"] in warnings[0]

@@ -49,7 +49,21 @@ class Recorded:
     custom: bool
     inputs: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict)
+    id: str = ""  # the mocks' made-up id (custom resources)
     provider: str = ""  # an explicit provider's reference ("<urn>::<id>"); empty for the default provider
+    # The resource options as the SDK sent them in the RegisterResourceRequest (what the engine acts on):
+    protect: bool = False
+    retain_on_delete: bool = False
+    delete_before_replace: bool | None = None  # None: not set, the provider decides
+    ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    """Each {"urn": ...} or a spec {"name", "type", "stack", "project", "parentUrn" | "noParent"} (fields set only)."""
+    dependencies: list[str] = field(default_factory=list)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    """Input key -> URNs its value came from."""
+    additional_secret_outputs: list[str] = field(default_factory=list)
+    deleted_with: str = ""
 
     @property
     def provider_name(self) -> str | None:
@@ -208,8 +222,38 @@ class RecordingMonitor(MockMonitor):
             self.recorded.append(Recorded(
                 type=request.type, name=request.name, urn=response.urn, parent_urn=request.parent,
                 custom=bool(request.custom), inputs=inputs, provider=request.provider,
+                **registered_options(request),
             ))
         return response
+
+
+def registered_options(request: Any) -> dict[str, Any]:
+    """A RegisterResourceRequest's resource options, as Recorded fields."""
+    aliases: list[dict[str, Any]] = []
+    for alias in request.aliases:  # the SDK sends specs when the monitor supports them (aliasSpecs)
+        if alias.WhichOneof("alias") == "urn":
+            aliases.append({"urn": alias.urn})
+        else:
+            spec = alias.spec
+            entry = {k: getattr(spec, k) for k in ("name", "type", "stack", "project") if getattr(spec, k)}
+            if spec.WhichOneof("parent") == "parentUrn":
+                entry["parentUrn"] = spec.parentUrn
+            elif spec.WhichOneof("parent") == "noParent":
+                entry["noParent"] = spec.noParent
+            aliases.append(entry)
+    aliases += [{"urn": urn} for urn in request.aliasURNs]  # older SDKs: URNs only
+    return {
+        "protect": bool(request.protect),
+        "retain_on_delete": bool(request.retainOnDelete),
+        "delete_before_replace": bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None,
+        "ignore_changes": list(request.ignoreChanges),
+        "replace_on_changes": list(request.replaceOnChanges),
+        "aliases": aliases,
+        "dependencies": list(request.dependencies),
+        "property_dependencies": {k: list(v.urns) for k, v in sorted(request.propertyDependencies.items())},
+        "additional_secret_outputs": list(request.additionalSecretOutputs),
+        "deleted_with": request.deletedWith,
+    }
 
 
 # ---------------------------------------------------------------- stack config
@@ -260,8 +304,12 @@ def run_program(
     stack: str = "lab",
     secrets: Mapping[str, Any] | None = None,
     preview: bool = False,
+    program_dir: Path | None = None,
 ) -> Run:
     """Run __main__.py's main() under mocks with the given config; return what it registered.
+
+    `program_dir` holds the __main__.py to run (default: this checkout's); `make diff` runs an
+    earlier commit's program with this harness.
 
     `config` maps "namespace:key" to values (objects allowed) as in a stack file. `secrets`
     maps secret keys to values; by default every secret key gets a placeholder. Entries of
@@ -288,12 +336,13 @@ def run_program(
 
     # The program's own process relaxes the collector before its imports (components/runtime_tuning.py).
     with relaxed_gc():
-        program = _load_program()
+        program = _load_program(program_dir or REPO)
         run_under_mocks(run_main, monitor, stack=stack, preview=preview)
         registered = monitor.get_registered_resources()
         for recorded in monitor.recorded:
             if recorded.urn in registered:
                 recorded.outputs = registered[recorded.urn].state
+                recorded.id = registered[recorded.urn].id or ""
     return Run(resources=monitor.recorded, outputs=exports.resolved(), stack=stack)
 
 
@@ -305,10 +354,10 @@ def _is_secure(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
 
-def _load_program():
-    spec = importlib.util.spec_from_file_location("gpu_lab_program", REPO / "__main__.py")
+def _load_program(root: Path):
+    spec = importlib.util.spec_from_file_location("gpu_lab_program", root / "__main__.py")
     if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"no program at {REPO / '__main__.py'}")
+        raise FileNotFoundError(f"no program at {root / '__main__.py'}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

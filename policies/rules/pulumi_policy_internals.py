@@ -1,9 +1,14 @@
 """Every place the pack relies on pulumi-policy's internals, in one module.
 
 Checked against pulumi-policy 1.21.0 (the pin in policies/requirements.txt and requirements.txt).
-``check_sdk()`` names each symbol below that is missing or has changed shape;
-``install()`` refuses to run when one is (tests/policies/test_pulumi_policy_internals.py runs it
-on the installed version, and fails on any other version until this list has been re-checked).
+``install()`` patches only that version: on any other, the SDK's own behaviour runs (secret values
+reach the rules unwrapped, each request re-derives everything, every policy sees every resource)
+and the pack prints one warning naming the installed version. On 1.21.0, ``check_sdk()`` names
+each symbol below that is missing or has changed shape and ``install()`` refuses to run when one is
+(tests/policies/test_pulumi_policy_internals.py runs it on the installed version, and fails on any
+other version until this list has been re-checked). Each patch stands in for the upstream code of
+pulumi/pulumi-policy sdk/python/lib/pulumi_policy/policy.py it names (``_PolicyAnalyzerServicer``'s
+methods, ``deserialize_properties``) and sdk/python/lib/pulumi_policy/deserialize.py.
 
 What the pack touches, and why there is no public way:
 
@@ -45,6 +50,7 @@ Nothing downstream mutates the shared values: the rules only read them, through 
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -211,8 +217,21 @@ class PoliciesByType(list):
 # ---------------------------------------------------------------- install
 
 
-def install() -> None:
-    """Patch the running pulumi-policy as described above (call before building the PolicyPack; idempotent)."""
+_warned_versions: set[str] = set()
+
+
+def install() -> bool:
+    """Patch the running pulumi-policy as described above (call before building the PolicyPack; idempotent)
+    and return True; on another version than CHECKED_VERSION patch nothing, warn once and return False."""
+    installed = sdk_version()
+    if installed != CHECKED_VERSION:
+        if installed not in _warned_versions:
+            _warned_versions.add(installed)
+            print(f"warning: gpu-lab policy pack: pulumi-policy {installed} is installed; its patches "
+                  f"(rules/pulumi_policy_internals.py) were checked against {CHECKED_VERSION} only, so the SDK's own "
+                  "behaviour runs: secret values reach the rules unwrapped (plain-text checks cannot tell a "
+                  "secret from a plain value) and requests are slower", file=sys.stderr)
+        return False
     problems = check_sdk()
     if problems:
         raise RuntimeError(
@@ -223,7 +242,7 @@ def install() -> None:
     import pulumi_policy.policy as sdk  # pylint: disable=import-outside-toplevel
 
     if getattr(sdk.deserialize_properties, _MARK, False):
-        return
+        return True
     original_deserialize = sdk.deserialize_properties
     json_format = sdk.json_format
     proxy = sdk.unknown_checking_proxy
@@ -304,3 +323,4 @@ def install() -> None:
     servicer._configure_runtime_settings = configure_once  # pylint: disable=protected-access
     servicer._get_resource_options = per_request(servicer._get_resource_options, "options")  # pylint: disable=protected-access
     servicer._get_provider_resource = per_provider(servicer._get_provider_resource)  # pylint: disable=protected-access
+    return True

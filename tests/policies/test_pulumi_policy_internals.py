@@ -130,3 +130,28 @@ def test_analyze_keeps_secrets_and_runs_each_rule_once(servicer_class):
     wire = {"password": {internals.SIG_KEY: internals.SECRET_SIG, "value": "s3cret"}}
     servicer_class([policy]).Analyze(_request(wire), None)
     assert len(seen) == 1 and type(seen[0]).__name__ == "Secret"
+
+
+def test_another_pulumi_policy_version_keeps_the_sdks_own_behaviour_with_one_warning():
+    # a process of its own: the pack's modules are patched for good once install() ran here
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import pulumi_policy.policy as sdk\n"
+        "from rules import pulumi_policy_internals as internals\n"
+        "original = (sdk.deserialize_properties, sdk._PolicyAnalyzerServicer.Analyze, sdk.unknown_checking_proxy)\n"
+        "internals.sdk_version = lambda: '1.99.0'\n"
+        "print(internals.install(), internals.install())\n"
+        "print(original == (sdk.deserialize_properties, sdk._PolicyAnalyzerServicer.Analyze, sdk.unknown_checking_proxy))\n"
+        "internals.sdk_version = lambda: internals.CHECKED_VERSION\n"
+        "print(internals.install(), sdk.deserialize_properties is original[0])\n"
+    )
+    policies = Path(internals.__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=policies, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["False False", "True", "True False"]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "pulumi-policy 1.99.0 is installed" in warnings[0] \
+        and internals.CHECKED_VERSION in warnings[0]

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The upgrade test on the real engine: a lab part built by the previous release, then this tree's
+# preview must find nothing to do. What CI can run: the repo's pyvmomi dynamic resources
+# (components.vsphere.dynamic) against the vCenter simulator on a loopback port, on a file backend.
+#
+#   1. the previous release (PREVIOUS, default the last of release/releases.txt) in a worktree;
+#   2. `pulumi up` with its components/ on the program's and the dynamic provider's PYTHONPATH;
+#   3. `pulumi preview --expect-no-changes` with this tree's components/ (the engine fails it on any
+#      create, update, replace or delete);
+#      (and, as a control, fails once an input changes);
+#   4. the stack tag the up workflow records (gpu-lab:commit) set and read back on this backend;
+#   5. destroy with this tree: vSphere back as it was.
+# Prints one PASS line per step and "N passed, 0 failed"; FAIL and the engine's output otherwise.
+#
+# Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv), PREVIOUS,
+#      ENGINE_UPGRADE_KEEP=1 keeps the work dir. Nothing leaves 127.0.0.1.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${PULUMI_CACHE_DIR:-$ROOT/.cache/pulumi}
+VENV=${VENV:-$ROOT/.venv}
+PY=$VENV/bin/python
+# shellcheck source=scripts/lib-vcsim.sh
+source "$ROOT/scripts/lib-vcsim.sh"
+find_vcsim
+[[ -x $CACHE/bin/pulumi ]] || { echo "FAIL no Pulumi engine in $CACHE: run make setup-pulumi"; exit 1; }
+[[ -n $VCSIM ]] || { echo "FAIL no vCenter simulator: run scripts/install-vcsim.sh"; exit 1; }
+# the last release of release/releases.txt: its tag where the clone has it, else its commit
+read -r PREV_VERSION PREV_COMMIT < <(grep -v '^#' "$ROOT/release/releases.txt" | tail -n 1)
+if git -C "$ROOT" rev-parse -q --verify "refs/tags/v$PREV_VERSION" >/dev/null; then
+    PREVIOUS=${PREVIOUS:-v$PREV_VERSION}
+else
+    PREVIOUS=${PREVIOUS:-$PREV_COMMIT}
+fi
+
+export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
+export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+export PULUMI_CONFIG_PASSPHRASE=engine-upgrade-$RANDOM$RANDOM
+SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+SIM_USER=lab-admin
+
+make_work_dir engine-upgrade "${ENGINE_UPGRADE_KEEP:-0}"
+export PULUMI_BACKEND_URL=file://$WORK/state
+OLD=$WORK/previous
+_remove_old_tree() { git -C "$ROOT" worktree remove --force "$OLD" 2>/dev/null || true; _remove_work_dir; }
+trap _remove_old_tree EXIT
+
+PASSED=0
+T0=$SECONDS
+step_start=$SECONDS
+pass() { echo "PASS $* ($((SECONDS - step_start))s)"; PASSED=$((PASSED + 1)); step_start=$SECONDS; }
+fail() { echo "FAIL $*"; echo "$PASSED passed, 1 failed"; exit 1; }
+run() {
+    local log=$WORK/$1; shift
+    local rc=0
+    "$@" >"$log" 2>&1 || rc=$?
+    [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
+}
+
+# ---------------------------------------------------------------- the previous release
+git -C "$ROOT" worktree add --quiet --detach "$OLD" "$PREVIOUS" || fail "git worktree of $PREVIOUS"
+start_vcsim "$SIM_USER" "$SIM_PASSWORD"
+# host, VM id and VM name from the simulator, through this tree's hostops (read only; seeds the option ESXi has)
+read -r HOST VM_ID VM_NAME < <(SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD \
+    PYTHONPATH=$ROOT "$PY" - <<'EOF'
+import os, time
+from pyVmomi import vim
+from components.vsphere import hostops
+for attempt in range(100):
+    try:
+        with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
+                             port=int(os.environ["SIM_PORT"]), insecure=True) as si:
+            host = si.RetrieveContent().rootFolder.childEntity[0].hostFolder.childEntity[0].host[0]
+            host.configManager.advancedOption.UpdateOptions(
+                changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
+            print(host.name, host.vm[0]._moId, host.vm[0].name)
+        break
+    except (ConnectionError, OSError):
+        if attempt == 99:
+            raise
+        time.sleep(0.1)
+EOF
+) || fail "reading the simulator"
+[[ -n $VM_NAME ]] || fail "the simulator has no host with a VM"
+pass "previous release $PREVIOUS ($(git -C "$OLD" rev-parse --short HEAD)) in a worktree; simulator on 127.0.0.1:$SIM_PORT"
+
+mkdir -p "$WORK/state" "$WORK/proj"
+cat >"$WORK/proj/Pulumi.yaml" <<EOF
+name: engine-upgrade
+runtime:
+  name: python
+  options:
+    virtualenv: $VENV
+EOF
+# The same program text under both releases: what changes between them is components/.
+cat >"$WORK/proj/__main__.py" <<'EOF'
+"""The pyvmomi resources of whichever components/ is first on PYTHONPATH."""
+import pulumi
+
+from components.vsphere.dynamic import (
+    HostAdvancedOption,
+    HostFirewallRuleset,
+    VcenterConnection,
+    VmVgpuProfile,
+    pyvmomi_provider,
+)
+
+cfg = pulumi.Config()
+conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
+                         password=cfg.require_secret("password"), insecure=True)
+opts = pulumi.ResourceOptions(provider=pyvmomi_provider())
+host = cfg.require("host")
+HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
+HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.get("vmknic") or "vmk1", opts=opts)
+VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), "grid_v100-8c", opts=opts)
+EOF
+cd "$WORK/proj"
+run stack.log pulumi stack init sim
+run config.log pulumi config set --secret password < <(printf '%s' "$SIM_PASSWORD")
+for kv in "port=$SIM_PORT" "user=$SIM_USER" "host=$HOST" "vmId=$VM_ID" "vmName=$VM_NAME"; do
+    run config.log pulumi config set "${kv%%=*}" "${kv#*=}"
+done
+
+# ---------------------------------------------------------------- up with the previous release
+PYTHONPATH=$OLD run up.log pulumi up --yes --non-interactive
+grep -q '5 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up with $PREVIOUS created the stack and 4 resources"; }
+pass "up with $PREVIOUS: provider, firewall ruleset, advanced option, vGPU created"
+
+# ---------------------------------------------------------------- this tree: no changes
+PYTHONPATH=$ROOT run preview.log pulumi preview --expect-no-changes --non-interactive --diff
+grep -qE '5 unchanged' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview saw the stack and 4 resources unchanged"; }
+pass "preview --expect-no-changes with this tree ($(git -C "$ROOT" rev-parse --short HEAD), working tree): 5 unchanged"
+
+# the control: the same check does fail on a change
+run config.log pulumi config set vmknic vmk2
+if PYTHONPATH=$ROOT pulumi preview --expect-no-changes --non-interactive >"$WORK/changed.log" 2>&1 \
+        || ! grep -q '1 to update' "$WORK/changed.log"; then
+    cat "$WORK/changed.log"; fail "preview --expect-no-changes fails on a changed input"
+fi
+run config.log pulumi config rm vmknic
+pass "control: preview --expect-no-changes fails when an input changes (1 to update)"
+
+# ---------------------------------------------------------------- the up workflow's record of the built commit
+run tag.log pulumi stack tag set gpu-lab:commit "$(git -C "$OLD" rev-parse HEAD)"
+[[ $(pulumi stack tag get gpu-lab:commit 2>/dev/null) = "$(git -C "$OLD" rev-parse HEAD)" ]] \
+    || fail "stack tag gpu-lab:commit reads back"
+pass "stack tag gpu-lab:commit set and read back on the file backend"
+
+# ---------------------------------------------------------------- destroy with this tree
+PYTHONPATH=$ROOT run destroy.log pulumi destroy --yes --non-interactive
+grep -q '5 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy with this tree deleted the stack and 4 resources"; }
+pass "destroy with this tree: the previous release's resources deleted"
+
+echo "total $((SECONDS - T0))s"
+echo "$PASSED passed, 0 failed"
