@@ -302,17 +302,64 @@ def _expand(pattern: Path_, value: Any, prefix: Path_ = ()) -> list[Path_]:
     return [p for k in keys for p in _expand(rest, _get(value, (k,)), (*prefix, k))]
 
 
-def reset(pattern: Path_, old: dict[str, Any], new: dict[str, Any]) -> None:
-    """`processIgnoreChanges` (step_generator.go) / `PropertyPath.Reset`: the new inputs take the old
-    value at the path; a path only one side has (an added or removed element) cannot be ignored."""
-    for path in _expand(pattern, old) or [pattern]:
-        old_value, new_value = _get(old, path), _get(new, path)
-        if old_value is _MISSING and new_value is _MISSING:
-            continue
-        if old_value is _MISSING or new_value is _MISSING:
-            continue  # the engine reports it and keeps the change
-        parent: Any = _get(new, path[:-1]) if len(path) > 1 else new
-        parent[path[-1]] = copy.deepcopy(old_value)
+def reset(pattern: Path_, old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """`processIgnoreChanges` (pkg/resource/deploy/step_generator.go) through `PropertyPath.Reset`
+    (sdk/go/common/resource/properties_path.go, `reset`), at pulumi v3.259.0: at the path's last key
+    the new inputs take the old value, or lose the key when the old inputs lack it (an input the
+    program stopped sending is ignored too); an index or an intermediate key only one side has is a
+    path error, which the engine reports and then keeps the change. False on a path error."""
+    return bool(pattern) and _reset(pattern, old, new)
+
+
+def _reset(path: Path_, old: Any, new: Any) -> bool:
+    # A secret is a digest here, a leaf: a path into it is not reset (the engine would walk into it).
+    key, rest = path[0], path[1:]
+    if isinstance(key, int):
+        if key < 0:
+            return False
+        if not isinstance(old, list) or not isinstance(new, list):
+            return not isinstance(old, list) and not isinstance(new, list)
+        if key >= len(old) and key >= len(new):
+            return not rest
+        if key >= len(old) or key >= len(new):
+            return False
+        if not rest:
+            new[key] = copy.deepcopy(old[key])
+            return True
+        return _reset(rest, old[key], new[key])
+    if key == "*":
+        if not rest:
+            if isinstance(new, dict):
+                if isinstance(old, dict):
+                    new.clear()
+                    new.update(copy.deepcopy(old))
+                return True
+            if isinstance(new, list):
+                if isinstance(old, list):
+                    new[:min(len(old), len(new))] = copy.deepcopy(old[:len(new)])
+                    return len(old) == len(new)
+                return True
+            return False
+        if isinstance(old, dict) and isinstance(new, dict):
+            return all(k in new and _reset(rest, old[k], new[k]) for k in old)
+        if isinstance(old, list) and isinstance(new, list):
+            return all(_reset(rest, o, n) for o, n in zip(old, new, strict=False)) and len(old) == len(new)
+        return False
+    if not rest:
+        if isinstance(old, dict) and key in old:
+            if not isinstance(new, dict):
+                return False
+            new[key] = copy.deepcopy(old[key])
+        elif isinstance(new, dict):
+            new.pop(key, None)
+        return True
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return not isinstance(old, dict) and not isinstance(new, dict)
+    if key in old and key not in new:
+        return False
+    if key not in old and key not in new:
+        return True
+    return _reset(rest, old.get(key, _MISSING), new[key])
 
 
 # ---------------------------------------------------------------- provider rules

@@ -25,6 +25,7 @@ from components.runtime_tuning import relaxed_gc
 from components.sdk_internals import deserialize_properties, is_secret_value, stack_exports
 
 REPO = Path(__file__).resolve().parent.parent
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 PROJECT = "gpu-lab"
 PLACEHOLDER = "<redacted>"
 # Secrets whose format the program checks get a placeholder of that format, still carrying PLACEHOLDER.
@@ -214,6 +215,16 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: LabMocks) -> None:
         super().__init__(mocks)
         self.recorded: list[Recorded] = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN the engine gives (`resource.NewURN`, pulumi/pulumi sdk/go/common/resource/urn.go):
+        the parent's whole qualified type before the type, none under the root Stack. The SDK's mock
+        takes only the parent's last type and keeps the Stack's, so its URNs are not the engine's."""
+        if parent:
+            qualified = parent.split("::")[2]
+            if qualified != ROOT_STACK_TYPE:
+                type_ = f"{qualified}${type_}"
+        return super().make_urn("", type_, name)
 
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
