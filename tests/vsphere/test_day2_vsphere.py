@@ -346,3 +346,24 @@ def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
     finally:
         for provider, made in created:
             provider.delete(made.id, made.outs)
+
+
+def test_adopt_the_placed_form(plan):
+    """Writing out what the day-1 form gives (listed addresses, workers.hosts): no VM changes; DRS
+    keeps each worker on its host by a rule per host instead of the spread rules."""
+    base = plan(builders.lab_stack())
+    new = plan(placed_lab())
+    assert engine_steps(base, new) == {
+        "vms-workers-spread-1": "delete",
+        **{f"vms-{h}-{what}": "create" for h in builders.WORKER_HOSTS for what in ("workers", "host", "placement")}}
+
+
+def test_add_a_worker_to_a_group_that_has_a_rule(plan):
+    # Six workers on four hosts: w05 and w06 form the second spread group; w07 joins it.
+    # ComputeClusterVmAntiAffinityRule.virtual_machine_ids is not ForceNew
+    # (resource_vsphere_compute_cluster_vm_anti_affinity_rule.go): the rule is updated in place.
+    six = [f"w0{i}" for i in range(1, 7)]
+    base = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", six))
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*six, "w07"]))
+    assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-vgpu": "create",
+                                       "vms-workers-spread-2": "update virtualMachineIds"}
