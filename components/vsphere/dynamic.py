@@ -332,6 +332,12 @@ class _SettingProvider(ResourceProvider):
         step("HostSystem.runtime.bootTime")
         return hostops.boot_time(target)
 
+    def _still_pending(self, target: Any, step: _Failures, since: str | None) -> str | None:
+        """``since`` while the host has not booted again since then, else None (the setting is in force)."""
+        if since is None or not self.needs_reboot or self._boot(target, step) != since:
+            return None
+        return since
+
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = _plain(props)
         with _Failures(self, inputs, "create") as step, self._session(inputs) as si:
@@ -358,9 +364,10 @@ class _SettingProvider(ResourceProvider):
         with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
             target = self._find(si, inputs, step)
             written = self._write_if_different(target, inputs, inputs[self.value_key], step)
-            since = previous.get(PENDING_SINCE_BOOT)
             if written and self.needs_reboot:
                 since = self._boot(target, step)
+            else:
+                since = self._still_pending(target, step, previous.get(PENDING_SINCE_BOOT))
             pending = self._pending(since)
         # The value to restore is still the one found by create, not the one replaced here.
         return UpdateResult({**inputs, ORIGINAL: previous.get(ORIGINAL), **pending})
@@ -382,10 +389,7 @@ class _SettingProvider(ResourceProvider):
                 return ReadResult(None, {})
             step(self.get_call)
             live = self._get(target, state)
-            since = state.get(PENDING_SINCE_BOOT)
-            if since is not None and self.needs_reboot and self._boot(target, step) != since:
-                since = None  # the host has booted since the write: the setting is in force
-            pending = self._pending(since)
+            pending = self._pending(self._still_pending(target, step, state.get(PENDING_SINCE_BOOT)))
         return ReadResult(id_, {**state, self.value_key: live, **pending})
 
 
@@ -569,7 +573,7 @@ class _Node:
                 return
             time.sleep(_REBOOT_POLL_S)
         raise NodeDrainError(f"{self.label}, node {self.name}: the node did not report a new boot within "
-                             f"{REBOOT_TIMEOUT_S} s of the power-on; it stays cordoned")
+                             f"{REBOOT_TIMEOUT_S} s of the power-on")
 
     def wait_ready(self) -> None:
         self.must("oc wait --for=condition=Ready", "wait", "--for=condition=Ready", f"node/{self.name}",

@@ -138,3 +138,13 @@ def test_nothing_pending_is_an_empty_map():
     # Under the plain mocks the providers report nothing (they never ran).
     assert run_program(builders.lab_stack()).outputs["hostsPendingReboot"] == {}
 
+
+
+def test_an_update_after_the_reboot_clears_what_was_pending(si, conn_props, fake_modules, monkeypatch):
+    """Without a refresh in between: the next update (here a rotated password) sees the new boot."""
+    provider = d.ModuleOptionsProvider()
+    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
+    created = provider.create(news)
+    monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")
+    updated = provider.update(created.id, {**created.outs, "password": "the-password-before"}, news)
+    assert (updated.outs["pendingReboot"], updated.outs["pendingSinceBoot"]) == (False, None)
