@@ -364,6 +364,7 @@ class _SettingProvider(ResourceProvider):
         with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
             target = self._find(si, inputs, step)
             written = self._write_if_different(target, inputs, inputs[self.value_key], step)
+            since: str | None
             if written and self.needs_reboot:
                 since = self._boot(target, step)
             else:
