@@ -57,15 +57,20 @@ def main() -> None:
     if lab.vsphere is not None and vcenter is not None:  # set together above
         pyvmomi = pulumi.ResourceOptions(providers=[pyvmomi_provider()])  # see pyvmomi_provider
         fabric = RoceFabric("roce", RoceFabricArgs(
-            vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless), pyvmomi)
+            vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless,
+            protect=lab.lifecycle.protect), pyvmomi)
         vms = LabVms("vms", LabVmsArgs(
             vsphere=lab.vsphere,
             vms=plan.vms,
             fabric=fabric,
             vcenter=vcenter,
             extra_config=openshift.vm_extra_config if openshift else {},
+            protect=lab.lifecycle.protect,
+            kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
+            oc=lab.openshift.oc if lab.openshift else "oc",
         ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)
+        pulumi.export("hostsPendingReboot", fabric.pending_reboot)
         pulumi.export("vms", vms.vm_summary)
 
     nodes = None

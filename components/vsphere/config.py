@@ -8,8 +8,10 @@ management host, identical worker hosts with a ConnectX RoCE uplink each, a
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal, NamedTuple
 
+import yaml
 from pydantic import Field
 
 from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
@@ -130,6 +132,11 @@ class VmGroup(Model):
 class WorkerVms(VmGroup):
     rdma_addresses: AddressPlan = Field(description="PVRDMA NIC addresses, one per worker")
     vgpu_profile: VgpuProfile
+    hosts: list[InventoryName] | None = Field(
+        default=None,
+        description="the worker host of each worker, in the order of names (default: round-robin over "
+                    "workerHosts by position); with listed addresses, any worker can be removed and no other "
+                    "worker moves")
 
 
 class BootstrapVm(Model):
@@ -183,8 +190,16 @@ def planned_hosts(vs: VsphereConfig) -> list[PlannedHost]:
     ]
 
 
+def worker_placement(vs: VsphereConfig) -> list[str]:
+    """The worker host of each worker: `workers.hosts` when given, else round-robin by position
+    (the day-1 form, kept as it was so existing stacks plan the same)."""
+    if vs.workers.hosts is not None:
+        return list(vs.workers.hosts)
+    return [vs.worker_hosts[i % len(vs.worker_hosts)].name for i in range(len(vs.workers.names))]
+
+
 def planned_vms(vs: VsphereConfig, with_bootstrap: bool) -> list[PlannedVm]:
-    """Every VM: bootstrap (when asked), control plane on the management host, workers round-robin."""
+    """Every VM: bootstrap (when asked), control plane on the management host, workers on their hosts."""
     vms: list[PlannedVm] = []
     if with_bootstrap and vs.bootstrap is not None:
         b = vs.bootstrap
@@ -199,11 +214,10 @@ def planned_vms(vs: VsphereConfig, with_bootstrap: bool) -> list[PlannedVm]:
                              cp.sizing.disk_gb, _str(addr), mac, None, None))
     w = vs.workers
     n = len(w.names)
-    for i, (name, addr, mac, rdma) in enumerate(
-        zip(w.names, expand_addresses(w.management_addresses, n), _macs(w.macs, n),
-            expand_addresses(w.rdma_addresses, n), strict=True)
-    ):
-        host = vs.worker_hosts[i % len(vs.worker_hosts)].name
+    # A hosts list of the wrong length is reported by check(); plan with what the section gives.
+    hosts = (worker_placement(vs) + [vs.worker_hosts[0].name] * n)[:n]
+    for name, addr, mac, rdma, host in zip(w.names, expand_addresses(w.management_addresses, n), _macs(w.macs, n),
+                                           expand_addresses(w.rdma_addresses, n), hosts, strict=True):
         vms.append(PlannedVm(name, "worker", host, w.sizing.cpus, w.sizing.memory_gb, w.sizing.disk_gb,
                              _str(addr), mac, _str(rdma), w.vgpu_profile))
     return vms
@@ -238,6 +252,166 @@ def vsphere_facts(vs: VsphereConfig, with_bootstrap: bool) -> VsphereFacts:
         folder=vs.folder,
         vm_port_group=mgmt.port_group,
     )
+
+
+# ---------------------------------------------------------------- node identity
+#
+# A node's management address, RDMA address and host belong to its name. The derived forms
+# ({first: ...} addresses, round-robin hosts) give them by position, so removing a node from the
+# middle of a list moves every later one; listed addresses and `workers.hosts` pin them per node.
+# These functions let a guard compare the section a lab was built from with the edited one.
+
+IDENTITY_ATTRIBUTES = ("managementAddress", "rdmaAddress", "host")
+
+
+class NodeIdentity(NamedTuple):
+    """Where a node is: its management address (None for plain DHCP), its RDMA address (None
+    off the RDMA network) and its ESXi host."""
+
+    management_address: str | None
+    rdma_address: str | None
+    host: str
+
+
+def node_identities(vs: VsphereConfig) -> dict[str, NodeIdentity]:
+    """Every VM the section describes (bootstrap included), by name."""
+    return {vm.name: NodeIdentity(vm.management_address, vm.rdma_address, vm.host)
+            for vm in planned_vms(vs, with_bootstrap=True)}
+
+
+@dataclass(frozen=True)
+class IdentityChange:
+    attribute: str
+    """managementAddress, rdmaAddress or host."""
+    key: str
+    """The key that gives the node this value, e.g. vsphere.workers.rdmaAddresses."""
+    before: str | None
+    after: str | None
+    positional: bool
+    """The new value comes from the node's position ({first: ...}, round-robin), not from a value
+    written for it: the change is a side effect of another node being added or removed."""
+
+
+@dataclass(frozen=True)
+class NodeMove:
+    name: str
+    role: str
+    changes: tuple[IdentityChange, ...]
+
+    def describe(self) -> str:
+        return f"{self.name}: " + ", ".join(f"{c.attribute} {c.before} -> {c.after} ({c.key})" for c in self.changes)
+
+
+def node_moves(old: VsphereConfig, new: VsphereConfig) -> list[NodeMove]:
+    """The nodes of both sections whose address or host differs, in the new section's order."""
+    before = node_identities(old)
+    moves = []
+    for vm in planned_vms(new, with_bootstrap=True):
+        if vm.name not in before:
+            continue
+        after = NodeIdentity(vm.management_address, vm.rdma_address, vm.host)
+        changes = tuple(
+            IdentityChange(attribute, _identity_key(vm.role, attribute), was, now,
+                           _positional(new, vm.role, attribute))
+            for attribute, was, now in zip(IDENTITY_ATTRIBUTES, before[vm.name], after, strict=True)
+            if was != now
+        )
+        if changes:
+            moves.append(NodeMove(vm.name, vm.role, changes))
+    return moves
+
+
+_GROUP_KEYS = {"control-plane": "controlPlane", "worker": "workers"}
+_LIST_KEYS = {"managementAddress": "managementAddresses", "rdmaAddress": "rdmaAddresses", "host": "hosts"}
+
+
+def _identity_key(role: str, attribute: str) -> str:
+    if role == "bootstrap":
+        return "vsphere.managementHost" if attribute == "host" else "vsphere.bootstrap.managementAddress"
+    if role == "control-plane" and attribute == "host":
+        return "vsphere.managementHost"
+    return f"vsphere.{_GROUP_KEYS[role]}.{_LIST_KEYS[attribute]}"
+
+
+def _positional(vs: VsphereConfig, role: str, attribute: str) -> bool:
+    if role == "bootstrap" or (role == "control-plane" and attribute == "host"):
+        return False
+    if attribute == "host":
+        return vs.workers.hosts is None
+    group = vs.control_plane if role == "control-plane" else vs.workers
+    plan = group.management_addresses if attribute == "managementAddress" else vs.workers.rdma_addresses
+    return isinstance(plan, AddressRange)
+
+
+def keeping_edit(old: VsphereConfig, new: VsphereConfig) -> dict[str, dict[str, list[str]]]:
+    """The lists to write into the new section so that no node of both sections moves.
+
+    {"workers": {"hosts": [...], "rdmaAddresses": [...]}, ...}: for each group with a moved node,
+    each moved attribute as a full list in the order of the new names. A node of both keeps its old
+    value; a new node keeps its new address unless a kept node holds it, then gets the next free
+    address of its network, and goes to the worker host with the fewest workers. Empty when nothing
+    moves. Only positional moves are undone: a value
+    written for the node itself is the user's own edit.
+    """
+    moved = {(m.name, c.attribute) for m in node_moves(old, new) for c in m.changes if c.positional}
+    if not moved:
+        return {}
+    before = node_identities(old)
+    after = node_identities(new)
+    edit: dict[str, dict[str, list[str]]] = {}
+    for role, group_key in _GROUP_KEYS.items():
+        group = new.control_plane if role == "control-plane" else new.workers
+        for index, attribute in enumerate(IDENTITY_ATTRIBUTES):
+            if not any((name, attribute) in moved for name in group.names):
+                continue
+            kept = [name for name in group.names if name in before]
+            values: dict[str, str | None] = {name: before[name][index] for name in kept}
+            # what the other groups hold, before and after, and what this group's kept nodes keep
+            taken = {ident[index] for identities in (before, after) for name, ident in identities.items()
+                     if name not in group.names}
+            taken |= set(values.values())
+            if attribute == "rdmaAddress":
+                taken |= {h.vmk_address for h in planned_hosts(new)}
+            for name in group.names:
+                if name in values:
+                    continue
+                wanted: str | None
+                if attribute == "host":
+                    wanted = _least_used_host(new, list(values.values()))
+                else:
+                    wanted = after[name][index]
+                    if wanted in taken:
+                        wanted = _next_free(new, attribute, taken)
+                values[name] = wanted
+                taken.add(wanted)
+            edit.setdefault(group_key, {})[_LIST_KEYS[attribute]] = [str(values[name]) for name in group.names]
+    return edit
+
+
+def _least_used_host(vs: VsphereConfig, placed: list[str | None]) -> str:
+    """The worker host with the fewest workers placed on it, the first listed on a tie."""
+    return min((h.name for h in vs.worker_hosts), key=placed.count)
+
+
+def _next_free(vs: VsphereConfig, attribute: str, taken: set[str | None]) -> str | None:
+    """The lowest free address above every taken one in the attribute's network (None when full)."""
+    cidr = vs.networks.rdma.cidr if attribute == "rdmaAddress" else vs.networks.management.vm_cidr
+    net = ipaddress.IPv4Network(cidr)
+    used = [ipaddress.IPv4Address(a) for a in taken if a is not None and ipaddress.IPv4Address(a) in net]
+    candidate = max(used, default=net.network_address) + 1
+    while candidate < net.broadcast_address:
+        if str(candidate) not in taken:
+            return str(candidate)
+        candidate += 1
+    return None
+
+
+def render_keeping_edit(old: VsphereConfig, new: VsphereConfig) -> str:
+    """keeping_edit as the YAML to put under `config:` in the stack file ("" when nothing moves)."""
+    edit = keeping_edit(old, new)
+    if not edit:
+        return ""
+    return yaml.safe_dump({"gpu-lab:vsphere": edit}, sort_keys=False, default_flow_style=None, width=200)
 
 
 # ---------------------------------------------------------------- rules
@@ -323,6 +497,7 @@ def check(vs: VsphereConfig) -> list[Problem]:
         if group.macs is not None and len(group.macs) != len(group.names):
             p.append(Problem(f"vsphere.{key}.macs",
                              f"{len(group.macs)} MACs for {len(group.names)} VMs; give one per VM or none"))
+    p += _worker_host_problems(vs)
     if vs.bootstrap is not None and vs.bootstrap.management_address is not None:
         if vs.bootstrap.management_address not in vm_net:
             p.append(Problem("vsphere.bootstrap.managementAddress",
@@ -417,4 +592,32 @@ def _address_list_problems(path: str, plan: AddressPlan, count: int, net: ipaddr
                 break
     for repeated in duplicates(addresses):
         problems.append(Problem(path, f"{repeated} is listed more than once; each {what} needs its own address"))
+    return problems
+
+
+def _worker_host_problems(vs: VsphereConfig) -> list[Problem]:
+    """`workers.hosts`: one configured worker host per worker name."""
+    hosts = vs.workers.hosts
+    if hosts is None:
+        return []
+    problems = []
+    names = vs.workers.names
+    if len(hosts) != len(names):
+        problems.append(Problem("vsphere.workers.hosts",
+                                f"{len(hosts)} hosts for {len(names)} workers; give exactly one worker host per "
+                                "name, in the order of vsphere.workers.names, or leave hosts out for round-robin"))
+    worker_hosts = [h.name for h in vs.worker_hosts]
+    for i, host in enumerate(hosts):
+        if host in worker_hosts:
+            continue
+        worker = f" (worker {names[i]})" if i < len(names) else ""
+        same_but_case = [h for h in worker_hosts if h.lower() == host.lower()]
+        if same_but_case:
+            why = f"is written {same_but_case[0]!r} in vsphere.workerHosts; write it the same way"
+        elif host == vs.management_host:
+            why = "is the management host, which is not on the RoCE vDS"
+        else:
+            why = "is not a worker host"
+        problems.append(Problem(f"vsphere.workers.hosts[{i}]",
+                                f"{host!r}{worker} {why}; use one of vsphere.workerHosts: {', '.join(worker_hosts)}"))
     return problems

@@ -25,12 +25,27 @@ How the engine runs these (and why the code looks like it does):
   ``_Failures`` and ``_OneLineTraceback``.
 - They are served by an explicit provider with no configuration (``pyvmomi_provider``), not
   the engine's default ``pulumi-python`` provider, whose inputs are the whole stack config.
+  So every resource here is served by one provider process, which is what lets vGPU profile
+  changes take turns (``_VGPU_CHANGES``).
+- Create and update write a value only when vSphere holds another one: an update that changes
+  only the connection (a rotated vCenter password) reads and leaves vSphere alone.
+- Settings that ESXi reads at boot (module options, graphics type) report ``pendingReboot``
+  until the host has booted since they were written (``HostSystem.runtime.bootTime``);
+  ``pulumi refresh`` re-reads it.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -52,6 +67,11 @@ from components.sdk_internals import is_unknown, unwrap_secret
 class VsphereOperationError(RuntimeError):
     """A vSphere step failed; the message is the one line a user needs: which host or VM, which
     setting, which vSphere call, and why (permission, object missing, wrong state, login, network)."""
+
+
+class NodeDrainError(VsphereOperationError):
+    """A cluster step around a vSphere change (cordon, drain, wait for Ready, uncordon) failed;
+    one line like a vSphere failure, with what oc said."""
 
 
 class SettingNotApplied(RuntimeError):
@@ -124,6 +144,10 @@ CONNECTION_KEYS = ("server", "user", "password", "insecure", "port")
 SECRET_OUTPUTS = ["password"]
 ORIGINAL = "original"
 """Output holding the value found at create; delete writes it back."""
+PENDING_REBOOT = "pendingReboot"
+"""Output of a setting ESXi reads at boot: written, and the host has not booted since."""
+PENDING_SINCE_BOOT = "pendingSinceBoot"
+"""Output: the host's boot time (ISO 8601) when the value was written, while it is pending."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +223,8 @@ class _SettingProvider(ResourceProvider):
     target_keys: tuple[str, ...] = ()
     value_key: str = ""
     informational_keys: tuple[str, ...] = ()
+    needs_reboot: bool = False
+    """ESXi reads the setting at boot: report it as pending until the host has rebooted."""
     # the vSphere calls behind _target, _get and _set, for error messages
     find_call: str = ""
     get_call: str = ""
@@ -286,30 +312,66 @@ class _SettingProvider(ResourceProvider):
             delete_before_replace=True,
         )
 
+    def _write_if_different(self, target: Any, props: dict[str, Any], value: Any, step: _Failures) -> bool:
+        """Bring the setting to ``value``; False when vSphere already had it (nothing written)."""
+        step(self.get_call)
+        if self._same(self._get(target, props), value):
+            return False
+        self._apply(target, props, value, step)
+        return True
+
+    def _pending(self, since: str | None) -> dict[str, Any]:
+        """The pending-reboot outputs of a setting ESXi reads at boot, written during boot ``since``."""
+        if not self.needs_reboot:
+            return {}
+        return {PENDING_SINCE_BOOT: since, PENDING_REBOOT: since is not None}
+
+    def _boot(self, target: Any, step: _Failures) -> str:
+        from components.vsphere import hostops
+
+        step("HostSystem.runtime.bootTime")
+        return hostops.boot_time(target)
+
+    def _still_pending(self, target: Any, step: _Failures, since: str | None) -> str | None:
+        """``since`` while the host has not booted again since then, else None (the setting is in force)."""
+        if since is None or not self.needs_reboot or self._boot(target, step) != since:
+            return None
+        return since
+
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = _plain(props)
         with _Failures(self, inputs, "create") as step, self._session(inputs) as si:
             target = self._find(si, inputs, step)
             step(self.get_call)
             original = self._get(target, inputs)
-            try:
-                self._apply(target, inputs, inputs[self.value_key], step)
-            except Exception:
-                # Create must leave nothing behind when it fails.
+            written = False
+            if not self._same(original, inputs[self.value_key]):
                 try:
-                    self._set(target, inputs, original)
-                except Exception:  # noqa: BLE001 - the first error is the one to report
-                    pass
-                raise
-        return CreateResult(self._id(inputs), {**inputs, ORIGINAL: original})
+                    self._apply(target, inputs, inputs[self.value_key], step)
+                    written = True
+                except Exception:
+                    # Create must leave nothing behind when it fails.
+                    try:
+                        self._set(target, inputs, original)
+                    except Exception:  # noqa: BLE001 - the first error is the one to report
+                        pass
+                    raise
+            pending = self._pending(self._boot(target, step) if written and self.needs_reboot else None)
+        return CreateResult(self._id(inputs), {**inputs, ORIGINAL: original, **pending})
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        inputs = _plain(news)
+        inputs, previous = _plain(news), _plain(olds)
         with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
             target = self._find(si, inputs, step)
-            self._apply(target, inputs, inputs[self.value_key], step)
+            written = self._write_if_different(target, inputs, inputs[self.value_key], step)
+            since: str | None
+            if written and self.needs_reboot:
+                since = self._boot(target, step)
+            else:
+                since = self._still_pending(target, step, previous.get(PENDING_SINCE_BOOT))
+            pending = self._pending(since)
         # The value to restore is still the one found by create, not the one replaced here.
-        return UpdateResult({**inputs, ORIGINAL: _plain(olds).get(ORIGINAL)})
+        return UpdateResult({**inputs, ORIGINAL: previous.get(ORIGINAL), **pending})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         state = _plain(props)
@@ -318,7 +380,7 @@ class _SettingProvider(ResourceProvider):
         with _Failures(self, state, "delete (restoring the original value)") as step, self._session(state) as si:
             target = self._find(si, state, step, deleting=True)
             if target is not None:
-                self._apply(target, state, state[ORIGINAL], step)
+                self._write_if_different(target, state, state[ORIGINAL], step)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         state = _plain(props)
@@ -328,7 +390,8 @@ class _SettingProvider(ResourceProvider):
                 return ReadResult(None, {})
             step(self.get_call)
             live = self._get(target, state)
-        return ReadResult(id_, {**state, self.value_key: live})
+            pending = self._pending(self._still_pending(target, step, state.get(PENDING_SINCE_BOOT)))
+        return ReadResult(id_, {**state, self.value_key: live, **pending})
 
 
 class _HostSettingProvider(_SettingProvider):
@@ -400,6 +463,7 @@ class GraphicsTypeProvider(_HostSettingProvider):
     kind = "vsphere-host-graphics"
     target_keys = ("hostName",)
     value_key = "graphicsType"
+    needs_reboot = True  # in use once Xorg restarts or the host reboots (only the reboot is visible)
     get_call = "HostGraphicsManager.graphicsConfig"
     set_call = "HostGraphicsManager.UpdateGraphicsConfig"
 
@@ -431,6 +495,7 @@ class ModuleOptionsProvider(_HostSettingProvider):
     kind = "vsphere-host-module-options"
     target_keys = ("hostName", "module")
     value_key = "options"
+    needs_reboot = True  # the module reads its options when it loads, at boot
     get_call = "HostKernelModuleSystem.QueryConfiguredModuleOptionString"
     set_call = "HostKernelModuleSystem.UpdateModuleOptionString"
 
@@ -454,11 +519,120 @@ class ModuleOptionsProvider(_HostSettingProvider):
         hostops.set_module_options(target, props["module"], "" if value is None else str(value))
 
 
+_VGPU_CHANGES = threading.Lock()
+"""One vGPU profile change at a time in this provider process, which serves every resource here: the
+workers roll, each waiting for the previous one to be back, instead of all powering off together.
+Creates do not take it: day 1 attaches every vGPU at once."""
+
+DRAIN_TIMEOUT_S = 900
+REBOOT_TIMEOUT_S = 900
+READY_TIMEOUT_S = 1200
+_OC_GET_TIMEOUT_S = 60  # a look-up that takes longer means the cluster is not reachable
+_REBOOT_POLL_S = 5
+
+
+class _Node:
+    """One Kubernetes node, driven with oc and a kubeconfig file of its own."""
+
+    def __init__(self, oc: str, kubeconfig_path: str, name: str, label: str) -> None:
+        self.oc, self.kubeconfig_path, self.name, self.label = oc, kubeconfig_path, name, label
+
+    def run(self, *args: str, timeout: float) -> subprocess.CompletedProcess:
+        return subprocess.run([self.oc, *args], env={**os.environ, "KUBECONFIG": self.kubeconfig_path},
+                              capture_output=True, text=True, timeout=timeout, check=False)
+
+    def must(self, what: str, *args: str, timeout: float) -> str:
+        try:
+            done = self.run(*args, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise NodeDrainError(f"{self.label}, node {self.name}: {what} did not finish in {timeout:.0f} s") from None
+        if done.returncode != 0:
+            said = ((done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"])[-1]
+            raise NodeDrainError(f"{self.label}, node {self.name}: {what} failed (oc exit {done.returncode}): {said}")
+        return done.stdout.strip()
+
+    def boot_id(self) -> str:
+        return self.must("reading the node's boot id", "get", f"node/{self.name}",
+                         "-o", "jsonpath={.status.nodeInfo.bootID}", timeout=_OC_GET_TIMEOUT_S)
+
+    def cordon(self) -> None:
+        self.must("oc adm cordon", "adm", "cordon", self.name, timeout=_OC_GET_TIMEOUT_S)
+
+    def drain(self) -> None:
+        # No --force: a pod no controller would recreate stops the drain instead of being lost.
+        self.must("oc adm drain", "adm", "drain", self.name, "--ignore-daemonsets", "--delete-emptydir-data",
+                  f"--timeout={DRAIN_TIMEOUT_S}s", timeout=DRAIN_TIMEOUT_S + 60)
+
+    def wait_rebooted(self, boot_before: str) -> None:
+        """Until the kubelet reports a new boot: right after the power-on the node may still show the
+        Ready status it had before the power-off."""
+        deadline = time.monotonic() + REBOOT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            done = self.run("get", f"node/{self.name}", "-o", "jsonpath={.status.nodeInfo.bootID}",
+                            timeout=_OC_GET_TIMEOUT_S)
+            if done.returncode == 0 and done.stdout.strip() not in ("", boot_before):
+                return
+            time.sleep(_REBOOT_POLL_S)
+        raise NodeDrainError(f"{self.label}, node {self.name}: the node did not report a new boot within "
+                             f"{REBOOT_TIMEOUT_S} s of the power-on")
+
+    def wait_ready(self) -> None:
+        self.must("oc wait --for=condition=Ready", "wait", "--for=condition=Ready", f"node/{self.name}",
+                  f"--timeout={READY_TIMEOUT_S}s", timeout=READY_TIMEOUT_S + 60)
+
+    def uncordon(self) -> None:
+        self.must("oc adm uncordon", "adm", "uncordon", self.name, timeout=_OC_GET_TIMEOUT_S)
+
+
+@contextmanager
+def _cluster_node(inputs: dict[str, Any], label: str) -> Iterator[_Node | None]:
+    """The VM's node when the cluster answers, else None after a warning: the vSphere change then
+    goes ahead alone (a cluster that is down has no pods to move)."""
+    wanted = inputs.get("nodeName") or inputs.get("vmName")
+    kubeconfig = inputs.get("kubeconfig")
+    if not kubeconfig:
+        pulumi.log.warn(f"{label}: no kubeconfig for the cluster; the vGPU profile changes without draining "
+                        f"node {wanted}")
+        yield None
+        return
+    oc = shutil.which(str(inputs.get("oc") or "oc"))
+    if oc is None:
+        raise NodeDrainError(f"{label}: oc not found as {inputs.get('oc') or 'oc'!r} (set gpu-lab:openshift.oc); "
+                             "the vGPU profile was not changed, the node is not drained without it")
+    handle, path = tempfile.mkstemp(prefix="gpu-lab-kubeconfig-")  # mode 0600
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(str(kubeconfig))
+        node = _Node(oc, path, str(wanted), label)
+        try:
+            listed = node.run("get", "nodes", "-o", "name", timeout=_OC_GET_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            listed = subprocess.CompletedProcess([], 1, "", f"no answer in {_OC_GET_TIMEOUT_S} s")
+        if listed.returncode != 0:
+            reason = (listed.stderr.strip().splitlines() or ["oc failed"])[-1]
+            pulumi.log.warn(f"{label}: the cluster is not reachable ({reason}); the vGPU profile changes without "
+                            f"draining node {wanted}")
+            yield None
+            return
+        # The node is named as the VM, or its fully qualified name (name.cluster.domain).
+        names = [line.removeprefix("node/") for line in listed.stdout.split()]
+        found = [n for n in names if n == wanted] or [n for n in names if n.startswith(f"{wanted}.")]
+        if len(found) != 1:
+            pulumi.log.warn(f"{label}: no node {wanted} in the cluster; the vGPU profile changes without draining")
+            yield None
+            return
+        node.name = found[0]
+        yield node
+    finally:
+        os.unlink(path)
+
+
 class VgpuProfileProvider(_SettingProvider):
     kind = "vsphere-vm-vgpu"
     target_keys = ("vmId",)
     value_key = "profile"
-    informational_keys = ("vmName",)
+    # How to reach the node; changing them changes nothing on vSphere.
+    informational_keys = ("vmName", "kubeconfig", "oc", "nodeName")
     find_call = "VirtualMachine.name (VM look-up by id)"
     get_call = "VirtualMachine.config"
     set_call = "VirtualMachine.ReconfigVM_Task (with power-off and power-on when running)"
@@ -499,6 +673,52 @@ class VgpuProfileProvider(_SettingProvider):
 
     def _same(self, live: Any, wanted: Any) -> bool:
         return (live or "") == (wanted or "")
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """A profile change rolls: one VM at a time in this process, its node drained first when the
+        cluster answers. Anything else (connection, kubeconfig, oc) changes nothing on vSphere."""
+        inputs = _plain(news)
+        result = UpdateResult({**inputs, ORIGINAL: _plain(olds).get(ORIGINAL)})
+        with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
+            vm = self._find(si, inputs, step)
+            step(self.get_call)
+            if self._same(self._get(vm, inputs), inputs[self.value_key]):
+                return result
+        # Waiting for the lock may outlast a vCenter session: log in again once it is ours.
+        with _VGPU_CHANGES, _Failures(self, inputs, "update") as step, self._session(inputs) as si:
+            vm = self._find(si, inputs, step)
+            with self._drained(inputs, vm):
+                self._apply(vm, inputs, inputs[self.value_key], step)
+        return result
+
+    @contextmanager
+    def _drained(self, inputs: dict[str, Any], vm: Any) -> Iterator[None]:
+        """Cordon and drain the VM's node, run the change, wait for the node to boot and be Ready,
+        uncordon; on any failure uncordon (the vGPU change itself restores the power state, so the
+        previous profile stays in force when it fails)."""
+        from components.vsphere import hostops
+
+        if not hostops.is_powered_on(vm):  # no pods run on it, and it stays off
+            yield
+            return
+        with _cluster_node(inputs, self._target_label(inputs)) as node:
+            if node is None:
+                yield
+                return
+            boot = node.boot_id()
+            node.cordon()
+            try:
+                node.drain()
+                yield
+                node.wait_rebooted(boot)
+                node.wait_ready()
+            except BaseException:
+                try:
+                    node.uncordon()
+                except Exception:  # noqa: BLE001 - the first error is the one to report
+                    pass
+                raise
+            node.uncordon()
 
 
 _ADVANCED_OPTION = AdvancedOptionProvider()
@@ -560,7 +780,17 @@ class HostFirewallRuleset(Resource):
         super().__init__(_FIREWALL_RULESET, name, props, _with_secret_outputs(opts))
 
 
-class HostGraphicsType(Resource):
+class _PendingReboot:
+    """A host setting that ESXi reads at boot."""
+
+    @property
+    def pending_reboot(self) -> pulumi.Output[bool]:
+        """Written, and the host has not rebooted since (``pulumi refresh`` re-reads the boot time)."""
+        output: pulumi.Output[bool] = getattr(self, PENDING_REBOOT)  # the SDK names outputs by their key
+        return output
+
+
+class HostGraphicsType(Resource, _PendingReboot):
     """The host default graphics type; NVIDIA vGPU needs ``sharedDirect`` (Shared Direct).
 
     ESXi uses the new type once Xorg restarts or the host reboots.
@@ -583,11 +813,13 @@ class HostGraphicsType(Resource):
             "hostName": host_name,
             "graphicsType": graphics_type,
             ORIGINAL: None,
+            PENDING_REBOOT: None,
+            PENDING_SINCE_BOOT: None,
         }
         super().__init__(_GRAPHICS_TYPE, name, props, _with_secret_outputs(opts))
 
 
-class HostModuleOptions(Resource):
+class HostModuleOptions(Resource, _PendingReboot):
     """The option string of a VMkernel module, e.g. ConnectX PFC and trust for ``nmlx5_core``.
 
     The whole string is replaced, not merged. ESXi hands it to the module when the module
@@ -616,6 +848,8 @@ class HostModuleOptions(Resource):
             "module": module,
             "options": options,
             ORIGINAL: None,
+            PENDING_REBOOT: None,
+            PENDING_SINCE_BOOT: None,
         }
         super().__init__(_MODULE_OPTIONS, name, props, _with_secret_outputs(opts))
 
@@ -626,6 +860,10 @@ class VmVgpuProfile(Resource):
     ``vm_id`` is the VM's managed object id (pulumi-vsphere ``VirtualMachine.moid``). vSphere
     changes vGPU devices only on a powered-off VM: a running VM is shut down, reconfigured
     and powered on again. Delete removes the device (or restores a vGPU found at create).
+
+    A profile change on an existing VM rolls: one VM at a time, and with ``kubeconfig`` its node
+    ``node_name`` is cordoned and drained with ``oc`` before the power-off and uncordoned once it is
+    Ready again (an unreachable cluster: a warning, and the vSphere change alone).
     """
 
     original: pulumi.Output[str]
@@ -638,6 +876,9 @@ class VmVgpuProfile(Resource):
         vm_id: pulumi.Input[str],
         vm_name: pulumi.Input[str],
         profile: pulumi.Input[str],
+        kubeconfig: pulumi.Input[str] | None = None,
+        oc: pulumi.Input[str] = "oc",
+        node_name: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
@@ -646,6 +887,10 @@ class VmVgpuProfile(Resource):
             "vmId": vm_id,
             "vmName": vm_name,
             "profile": profile,
+            "kubeconfig": pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
+            "oc": oc,
+            "nodeName": node_name if node_name is not None else vm_name,
             ORIGINAL: None,
         }
-        super().__init__(_VGPU_PROFILE, name, props, _with_secret_outputs(opts))
+        super().__init__(_VGPU_PROFILE, name, props, pulumi.ResourceOptions.merge(
+            _with_secret_outputs(opts), pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))

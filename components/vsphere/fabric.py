@@ -32,6 +32,8 @@ PVRDMA_VMKNIC_OPTION = "Net.PVRDMAVmknic"
 PVRDMA_RULESET = "pvrdma"
 VGPU_GRAPHICS_TYPE = "sharedDirect"
 CONNECTX_MODULE = "nmlx5_core"
+PENDING_SETTINGS = ("graphics type", f"{CONNECTX_MODULE} options")
+"""What hostsPendingReboot names, in the order the fabric reads the two settings."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class RoceFabricArgs:
     vcenter: VcenterConnection
     lossless: bool = True
     """PFC on at the hosts' ConnectX ports (False when the switches run lossy, ECN only)."""
+    protect: bool = False
+    """gpu-lab:lifecycle.protect: the engine refuses to delete or replace the vDS (every VM's network)."""
 
 
 def uplink_names(count: int) -> list[str]:
@@ -62,6 +66,8 @@ class RoceFabric(pulumi.ComponentResource):
     management_port_group: vsphere.DistributedPortGroup
     host_summary: pulumi.Output[dict]
     """Per worker host: its vmk device and address on the RDMA network."""
+    pending_reboot: pulumi.Output[dict]
+    """Per worker host with settings written but not yet in force: which (they need the host to reboot)."""
     host_ids: dict[str, pulumi.Output[str]]
     """vSphere id of each worker host, by name: looked up once here, reused by LabVms (each lookup
     is a provider invoke that searches vCenter's inventory)."""
@@ -78,7 +84,6 @@ class RoceFabric(pulumi.ComponentResource):
             "hosts": [{"name": h.name, "rdmaUplinks": list(h.rdma_uplinks), "vmkAddress": h.vmk_address}
                       for h in args.hosts],
         }, opts)
-        child = pulumi.ResourceOptions(parent=self)
 
         datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=pulumi.InvokeOptions(parent=self))
         self.host_ids = host_ids = {
@@ -106,7 +111,7 @@ class RoceFabric(pulumi.ComponentResource):
                 vsphere.DistributedVirtualSwitchHostArgs(host_system_id=host_ids[h.name], devices=list(h.rdma_uplinks))
                 for h in args.hosts
             ],
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         management = vs.networks.management
         self.rdma_port_group = self._port_group(f"{name}-rdma-pg", rdma.port_group, rdma.vlan, uplinks)
@@ -116,6 +121,7 @@ class RoceFabric(pulumi.ComponentResource):
         netmask = str(ipaddress.IPv4Network(rdma.cidr).netmask)
         module_options = nmlx5_module_options(rdma.pfc_priority, rdma.trust, lossless=args.lossless)
         summary: dict[str, pulumi.Output] = {}
+        pending: dict[str, pulumi.Output] = {}
         for h in args.hosts:
             host_opts = pulumi.ResourceOptions(parent=self)
             # Host names are vCenter inventory names (an FQDN or address); the slug keeps the URN parseable.
@@ -135,19 +141,27 @@ class RoceFabric(pulumi.ComponentResource):
                                PVRDMA_VMKNIC_OPTION, device, opts=host_opts)
             HostFirewallRuleset(f"{prefix}-pvrdma-ruleset", args.vcenter, h.name,
                                 PVRDMA_RULESET, True, opts=host_opts)
-            HostGraphicsType(f"{prefix}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE, opts=host_opts)
+            graphics = HostGraphicsType(f"{prefix}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE,
+                                        opts=host_opts)
             # The ConnectX ports must send RoCE on the priority the switches protect.
-            HostModuleOptions(f"{prefix}-connectx-qos", args.vcenter, h.name,
-                              CONNECTX_MODULE, module_options, opts=host_opts)
+            qos = HostModuleOptions(f"{prefix}-connectx-qos", args.vcenter, h.name,
+                                    CONNECTX_MODULE, module_options, opts=host_opts)
             summary[h.name] = pulumi.Output.all(device=device, address=h.vmk_address).apply(
                 lambda v: {"vmk": v["device"], "address": v["address"]})
+            # Both are read at boot: written is not in force until the host reboots.
+            pending[h.name] = pulumi.Output.all(graphics.pending_reboot, qos.pending_reboot).apply(
+                lambda flags: [what for what, flag in zip(PENDING_SETTINGS, flags, strict=True) if flag])
 
         self.host_summary = pulumi.Output.all(**summary) if summary else pulumi.Output.from_input({})
+        self.pending_reboot = pulumi.Output.all(**pending).apply(
+            lambda by_host: {host: settings for host, settings in by_host.items() if settings}
+        ) if pending else pulumi.Output.from_input({})
         self.register_outputs({
             "dvsId": self.dvs.id,
             "rdmaPortGroupId": self.rdma_port_group.id,
             "managementPortGroupId": self.management_port_group.id,
             "hosts": self.host_summary,
+            "pendingReboot": self.pending_reboot,
         })
 
     def _port_group(self, logical_name: str, name: str, vlan: int, uplinks: list[str]) -> vsphere.DistributedPortGroup:

@@ -134,6 +134,18 @@ def find_vm(si: Any, moid: str, expected_name: str | None = None) -> Any:
     return vm
 
 
+def boot_time(host: Any) -> str:
+    """When the host last booted (``HostSystem.runtime.bootTime``, ISO 8601), or "unknown" when
+    vCenter does not say (a disconnected host): a setting ESXi reads at boot is in force once this
+    differs from its value at the write."""
+    boot = host.runtime.bootTime
+    return boot.isoformat() if boot is not None else "unknown"
+
+
+def is_powered_on(vm: Any) -> bool:
+    return vm.runtime.powerState == vim.VirtualMachine.PowerState.poweredOn
+
+
 # ---------------------------------------------------------------- host advanced options
 
 

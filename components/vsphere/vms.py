@@ -2,8 +2,12 @@
 
 Every VM gets a vmxnet3 management NIC. Workers also get a PVRDMA (`vmxnet3vrdma`) NIC on the RDMA
 port group with their planned address, memory fully reserved (a vGPU VM does not power on
-otherwise), the vGPU profile (pyvmomi: a PCI passthrough device with a vmiop backing), and are
-spread over the worker hosts by DRS anti-affinity rules.
+otherwise), the vGPU profile (pyvmomi: a PCI passthrough device with a vmiop backing), and DRS
+rules: anti-affinity rules that spread them over the worker hosts, or, where `workers.hosts`
+places each worker, a should-run-on rule per worker host.
+
+A running VM is never touched by what only its first boot reads (template, customization,
+ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import pulumi
 import pulumi_vsphere as vsphere
 
 from components.facts import PlannedVm
-from components.model import ConfigError, Problem
+from components.model import ConfigError, Problem, resource_slug
 from components.secrets import LabSecrets
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
@@ -69,6 +73,30 @@ class LabVmsArgs:
     vcenter: VcenterConnection
     extra_config: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
     """VM name -> guestinfo keys (ignition from OpenShift); such VMs are not customized."""
+    protect: bool = False
+    """gpu-lab:lifecycle.protect: the engine refuses to delete or replace the control-plane VMs."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """Secret: the cluster's admin kubeconfig; with it a vGPU profile change drains each node first."""
+    oc: str = "oc"
+    """The oc binary that drains and uncordons the nodes (gpu-lab:openshift.oc)."""
+
+
+# What only a VM's first boot reads. After create, changing them would do harm and no good on a
+# running VM: pulumi-vsphere replaces a VM on any change under `clone` (template, customization;
+# terraform-provider-vsphere, resource_vsphere_virtual_machine.go, resourceVSphereVirtualMachineCustomizeDiff:
+# every changed key under clone.0 is ForceNew) and reboots it on a changed `extra_config` (its
+# expandExtraConfig: extra_config_reboot_required defaults to true, force_power_off too), while the
+# guest reads ignition, cloud-init and kernel arguments only at first boot. So they reach new VMs
+# only; `pulumi up --replace <urn>` rolls them to an old one (docs/day2.md).
+FIRST_BOOT_INPUTS = [
+    "clone",  # template and customization: a change would replace the VM
+    "extraConfig",  # ignition, cloud-init, static network kernel arguments: read at first boot, a change reboots
+    # the template's guest OS, firmware and SCSI type follow the template; guest_id and firmware changes
+    # reboot (getWithRestart in virtual_machine_config_structure.go), and a template change must not
+    "guestId",
+    "firmware",
+    "scsiType",
+]
 
 
 def spread_groups(worker_names: Sequence[str], host_count: int) -> list[list[str]]:
@@ -162,11 +190,20 @@ class LabVms(pulumi.ComponentResource):
                 # Ignition guests have no tools answering during the install; do not wait on them.
                 wait_for_guest_net_timeout=0,
                 wait_for_guest_ip_timeout=0,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    ignore_changes=FIRST_BOOT_INPUTS,
+                    # A replacement has the old VM's name, MAC and addresses (and needs its GPU share):
+                    # vCenter refuses a second VM of that name in the folder, so the old one goes first.
+                    delete_before_replace=True,
+                    # Workers can be rebuilt from the cluster's worker ignition; the control plane cannot.
+                    protect=args.protect and vm.role == "control-plane",
+                ),
             )
             self.machines[vm.name] = machine
             if vm.vgpu_profile:
                 VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
+                              kubeconfig=args.kubeconfig, oc=args.oc, node_name=vm.name,
                               opts=pulumi.ResourceOptions(parent=self))
             summary[vm.name] = pulumi.Output.from_input({
                 "role": vm.role,
@@ -176,19 +213,50 @@ class LabVms(pulumi.ComponentResource):
                 "vgpuProfile": vm.vgpu_profile,
             })
 
-        workers = [vm.name for vm in args.vms if vm.role == "worker"]
-        for i, group in enumerate(spread_groups(workers, len(vs.worker_hosts))):
+        workers = [vm for vm in args.vms if vm.role == "worker"]
+        if vs.workers.hosts is None:
+            self._spread(name, [vm.name for vm in workers], len(vs.worker_hosts), cluster.id)
+        else:
+            self._keep_on_hosts(name, workers, host_ids, cluster.id)
+
+        self.vm_summary = pulumi.Output.all(**summary) if summary else pulumi.Output.from_input({})
+        self.register_outputs({"vms": self.vm_summary})
+
+    def _spread(self, name: str, workers: list[str], host_count: int, cluster_id: pulumi.Input[str]) -> None:
+        """Round-robin placement: anti-affinity rules over consecutive workers (spread_groups)."""
+        for i, group in enumerate(spread_groups(workers, host_count)):
             rule = f"{name}-workers-spread-{i + 1}"
             vsphere.ComputeClusterVmAntiAffinityRule(
                 rule,
                 name=rule,
-                compute_cluster_id=cluster.id,
+                compute_cluster_id=cluster_id,
                 virtual_machine_ids=[self.machines[w].id for w in group],
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-        self.vm_summary = pulumi.Output.all(**summary) if summary else pulumi.Output.from_input({})
-        self.register_outputs({"vms": self.vm_summary})
+    def _keep_on_hosts(self, name: str, workers: list[PlannedVm], host_ids: Mapping[str, pulumi.Input[str]],
+                       cluster_id: pulumi.Input[str]) -> None:
+        """Placement per worker (`workers.hosts`): per worker host with workers, a VM group of its
+        workers, a host group of the host and a should-run-on rule between them. Adding or removing a
+        worker changes its own host's VM group and nothing else; anti-affinity groups of consecutive
+        workers would shift with every removal. A should rule, not a must: HA may still restart the
+        VMs elsewhere when the host fails."""
+        on_host: dict[str, list[str]] = {}
+        for vm in workers:
+            on_host.setdefault(vm.host, []).append(vm.name)
+        child = pulumi.ResourceOptions(parent=self)
+        for host, names in on_host.items():
+            prefix = f"{name}-{resource_slug(host)}"
+            vm_group = vsphere.ComputeClusterVmGroup(
+                f"{prefix}-workers", name=f"{prefix}-workers", compute_cluster_id=cluster_id,
+                virtual_machine_ids=[self.machines[w].id for w in names], opts=child)
+            host_group = vsphere.ComputeClusterHostGroup(
+                f"{prefix}-host", name=f"{prefix}-host", compute_cluster_id=cluster_id,
+                host_system_ids=[host_ids[host]], opts=child)
+            vsphere.ComputeClusterVmHostRule(
+                f"{prefix}-placement", name=f"{prefix}-placement", compute_cluster_id=cluster_id,
+                vm_group_name=vm_group.name, affinity_host_group_name=host_group.name, mandatory=False,
+                opts=child)
 
 
 def _customization(vm: PlannedVm, domain: str, rdma_prefix: int) -> vsphere.VirtualMachineCloneCustomizeArgs:

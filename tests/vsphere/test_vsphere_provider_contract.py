@@ -23,6 +23,11 @@ VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
 PORT_GROUP = "vsphere:index/distributedPortGroup:DistributedPortGroup"
 VNIC = "vsphere:index/vnic:Vnic"
 ANTI_AFFINITY = "vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule"
+VM_GROUP = "vsphere:index/computeClusterVmGroup:ComputeClusterVmGroup"
+HOST_GROUP = "vsphere:index/computeClusterHostGroup:ComputeClusterHostGroup"
+VM_HOST_RULE = "vsphere:index/computeClusterVmHostRule:ComputeClusterVmHostRule"
+PLACEMENT = {VM_GROUP, HOST_GROUP, VM_HOST_RULE}
+"""Only with vsphere.workers.hosts; the anti-affinity rules only without it."""
 
 # terraform-provider-vsphere, vsphere/internal/virtualdevice/virtual_machine_network_interface_subresource.go,
 # networkInterfaceSubresourceTypeAllowedValues (StringInSlice, case-sensitive). The description text
@@ -48,6 +53,9 @@ ARGS = {
     PORT_GROUP: pulumi_vsphere.DistributedPortGroupArgs,
     VNIC: pulumi_vsphere.VnicArgs,
     ANTI_AFFINITY: pulumi_vsphere.ComputeClusterVmAntiAffinityRuleArgs,
+    VM_GROUP: pulumi_vsphere.ComputeClusterVmGroupArgs,
+    HOST_GROUP: pulumi_vsphere.ComputeClusterHostGroupArgs,
+    VM_HOST_RULE: pulumi_vsphere.ComputeClusterVmHostRuleArgs,
 }
 NESTED = {
     (VM, "networkInterfaces"): pulumi_vsphere.VirtualMachineNetworkInterfaceArgs,
@@ -89,6 +97,19 @@ def lab_customized():
     return run_program(config)
 
 
+@pytest.fixture(scope="module")
+def lab_placed():
+    """The lab with each worker's host written (vsphere.workers.hosts): placement rules per host."""
+    config = builders.lab_stack()
+    config["gpu-lab:vsphere"]["workers"]["hosts"] = ["esx01", "esx02", "esx03", "esx01"]
+    return run_program(config)
+
+
+RUNS = ["lab", "lab_customized", "lab_placed"]
+TYPES_SENT = {"lab": set(ARGS) - PLACEMENT, "lab_customized": set(ARGS) - PLACEMENT,
+              "lab_placed": set(ARGS) - {ANTI_AFFINITY}}
+
+
 def unknown_keys(resource_type: str, props: dict, prefix: str = "") -> list[str]:
     known = property_names(NESTED[(resource_type, prefix)] if prefix else ARGS[resource_type])
     found = []
@@ -104,7 +125,7 @@ def unknown_keys(resource_type: str, props: dict, prefix: str = "") -> list[str]
     return found
 
 
-@pytest.mark.parametrize("run_name", ["lab", "lab_customized"])
+@pytest.mark.parametrize("run_name", RUNS)
 def test_every_property_the_program_sends_is_one_the_provider_has(run_name, request):
     run = request.getfixturevalue(run_name)
     checked = set()
@@ -112,7 +133,7 @@ def test_every_property_the_program_sends_is_one_the_provider_has(run_name, requ
         if r.type in ARGS:
             assert unknown_keys(r.type, r.plain()) == [], f"{r.name} ({r.type})"
             checked.add(r.type)
-    assert checked == set(ARGS)
+    assert checked == TYPES_SENT[run_name]
 
 
 def missing_required(resource_type: str, props: dict, prefix: str = "") -> list[str]:
@@ -128,7 +149,7 @@ def missing_required(resource_type: str, props: dict, prefix: str = "") -> list[
     return missing
 
 
-@pytest.mark.parametrize("run_name", ["lab", "lab_customized"])
+@pytest.mark.parametrize("run_name", RUNS)
 def test_every_property_the_provider_requires_is_sent(run_name, request):
     # Required = the SDK input class's keyword arguments without a default (e.g. VirtualMachineArgs
     # resource_pool_id, VirtualMachineNetworkInterfaceArgs network_id, VirtualMachineDiskArgs label).
@@ -210,3 +231,14 @@ def test_memory_locked_to_max_comes_with_a_full_reservation(lab):
     # getMemoryReservationLockedToMax): a vGPU VM would then lose its full reservation on a memory change.
     locked = [r.plain() for r in lab.of_type(VM) if r.plain().get("memoryReservationLockedToMax")]
     assert locked and all(vm["memoryReservation"] == vm["memory"] for vm in locked)
+
+
+def test_a_placement_rule_names_groups_of_the_same_cluster(lab_placed):
+    # vm_group_name and affinity_host_group_name name groups of the rule's cluster
+    # (terraform-provider-vsphere, resource_vsphere_compute_cluster_vm_host_rule.go); mandatory false
+    # is a "should" rule, which HA may break when a host fails.
+    groups = {r.plain()["name"]: r.plain() for r in lab_placed.resources if r.type in (VM_GROUP, HOST_GROUP)}
+    for rule in (r.plain() for r in lab_placed.of_type(VM_HOST_RULE)):
+        assert rule["mandatory"] is False
+        for key in ("vmGroupName", "affinityHostGroupName"):
+            assert groups[rule[key]]["computeClusterId"] == rule["computeClusterId"]

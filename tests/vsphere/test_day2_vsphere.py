@@ -1,0 +1,369 @@
+"""docs/day2.md, the vSphere rows: each change planned before and after under mocks, and what the
+engine would do to a running lab.
+
+The engine diffs a resource's recorded inputs after `ignore_changes` (Pulumi, "ignoreChanges"
+resource option) and asks the resource's provider what a difference means. For pulumi-vsphere those
+rules are terraform-provider-vsphere's, the upstream pulumi-vsphere v4.17.0 pins (commit 6e5d67e),
+cited where they are used below; for the pyvmomi resources the rules are our own provider's
+`diff`, called here as the engine would. The mocks' monitor does not keep resource options, so the
+runs here record them from the RegisterResource requests.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import builders
+import pytest
+from pyVmomi import vim
+
+import tools.mockrun as mockrun
+from components.vsphere import dynamic as d
+from components.vsphere.vms import FIRST_BOOT_INPUTS
+from tools.mockrun import placeholder_secrets, run_program
+
+VM = "vsphere:index/virtualMachine:VirtualMachine"
+VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
+DYNAMIC = "pulumi-python:dynamic:Resource"
+VM_GROUP = "vsphere:index/computeClusterVmGroup:ComputeClusterVmGroup"
+
+# terraform-provider-vsphere, vsphere/resource_vsphere_virtual_machine.go,
+# resourceVSphereVirtualMachineCustomizeDiff: any changed key under clone.0 is ForceNew (but its
+# timeout and customize network interfaces).
+VM_REPLACES_ON = {"clone"}
+# Keys whose change powers the VM off for the reconfigure (reboot_required), in
+# vsphere/virtual_machine_config_structure.go: expandExtraConfig (extra_config_reboot_required
+# defaults to true), expandCPUCountConfig / expandMemorySizeConfig (without cpu/memory hot add,
+# which the program leaves off: every CPU or memory change; removing memory always), getWithRestart
+# for guest_id and firmware. force_power_off defaults to true, so a guest that does not shut down
+# is powered off.
+VM_REBOOTS_ON = {"extraConfig", "numCpus", "memory", "guestId", "firmware"}
+PROVIDERS = {p.kind: p for p in (d._ADVANCED_OPTION, d._FIREWALL_RULESET, d._GRAPHICS_TYPE, d._MODULE_OPTIONS,
+                                 d._VGPU_PROFILE)}
+
+
+class _OptionsMonitor(mockrun.RecordingMonitor):
+    """The recording monitor, keeping also the options the engine acts on."""
+
+    options: dict[str, dict[str, Any]] = {}
+
+    def RegisterResource(self, request):  # noqa: N802 - the monitor's gRPC method name
+        response = super().RegisterResource(request)
+        _OptionsMonitor.options[request.name] = {
+            "ignoreChanges": list(request.ignoreChanges),
+            "protect": request.protect,
+            "deleteBeforeReplace": request.deleteBeforeReplace,
+            "aliases": list(request.aliases) + list(request.aliasURNs),
+        }
+        return response
+
+
+@dataclass
+class Planned:
+    inputs: dict[str, dict[str, Any]]
+    """name -> inputs, secrets unwrapped."""
+    types: dict[str, str]
+    options: dict[str, dict[str, Any]]
+    outputs: dict[str, Any]
+
+
+@pytest.fixture
+def plan(monkeypatch: pytest.MonkeyPatch):
+    """plan(config, secrets=None): run the program under mocks, with resource options recorded."""
+    monkeypatch.setattr(mockrun, "RecordingMonitor", _OptionsMonitor)
+
+    def planned(config: dict, secrets: dict | None = None) -> Planned:
+        _OptionsMonitor.options = {}
+        run = run_program(config, secrets=secrets)
+        return Planned({r.name: r.plain() for r in run.resources}, {r.name: r.type for r in run.resources},
+                       dict(_OptionsMonitor.options), run.outputs)
+
+    return planned
+
+
+def engine_steps(base: Planned, new: Planned, types: tuple[str, ...] = ("vsphere:", DYNAMIC)) -> dict[str, str]:
+    """What the engine would do to each resource of the given types that is not left as it is:
+    create, delete, update (keys), reboot (keys), replace (keys)."""
+    steps = {}
+    for name in sorted(set(base.inputs) | set(new.inputs)):
+        kind = new.types.get(name) or base.types[name]
+        if not kind.startswith(types):
+            continue
+        if name not in base.inputs:
+            steps[name] = "create"
+            continue
+        if name not in new.inputs:
+            steps[name] = "delete"
+            continue
+        ignored = set(new.options[name]["ignoreChanges"])
+        old, now = base.inputs[name], new.inputs[name]
+        keys = sorted(k for k in set(old) | set(now) if k not in ignored and old.get(k) != now.get(k))
+        if not keys:
+            continue
+        if kind == DYNAMIC:  # our own provider's diff, as the engine calls it
+            diff = PROVIDERS[now["kind"]].diff(f"{name}-id", old, now)
+            effect = "replace" if diff.replaces else "update" if diff.changes else ""
+        elif kind == VM:
+            effect = "replace" if VM_REPLACES_ON & set(keys) else "reboot" if VM_REBOOTS_ON & set(keys) else "update"
+        else:
+            effect = "update"  # the other vSphere inputs the program sets are not ForceNew (cited per test)
+        if effect:
+            steps[name] = f"{effect} {','.join(keys)}"
+    return steps
+
+
+def vsphere_only(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in ("gpu-lab:openshift", "gpu-lab:addons")}
+
+
+def placed_lab(workers: int = 4) -> dict:
+    """The test lab in the form that pins each worker: listed addresses and `workers.hosts`."""
+    config = builders.lab_stack()
+    w = config["gpu-lab:vsphere"]["workers"]
+    w["names"] = [f"w{i:02d}" for i in range(1, workers + 1)]
+    w["managementAddresses"] = [f"172.16.7.{50 + i}" for i in range(1, workers + 1)]
+    w["rdmaAddresses"] = [f"192.168.0.{50 + i}" for i in range(1, workers + 1)]
+    w["hosts"] = [builders.WORKER_HOSTS[i % 4] for i in range(workers)]
+    return config
+
+
+def without(config: dict, worker: str) -> dict:
+    changed = copy.deepcopy(config)
+    w = changed["gpu-lab:vsphere"]["workers"]
+    index = w["names"].index(worker)
+    for key in ("names", "managementAddresses", "rdmaAddresses", "hosts"):
+        if isinstance(w.get(key), list):
+            del w[key][index]
+    return changed
+
+
+# ---------------------------------------------------------------- first-boot inputs and options
+
+
+def test_vms_ignore_what_only_their_first_boot_reads(plan):
+    lab = plan(builders.lab_stack())
+    for name, kind in lab.types.items():
+        if kind == VM:
+            assert lab.options[name]["ignoreChanges"] == FIRST_BOOT_INPUTS, name
+    assert set(FIRST_BOOT_INPUTS) == {"clone", "extraConfig", "guestId", "firmware", "scsiType"}
+
+
+def test_a_replaced_vm_goes_before_its_successor_comes(plan):
+    # vCenter refuses a second VM of the same name in a folder (CloneVM_Task: DuplicateName), and the
+    # successor has the same static MAC and addresses: `pulumi up --replace` must delete first.
+    lab = plan(builders.lab_stack())
+    assert all(lab.options[n]["deleteBeforeReplace"] for n, k in lab.types.items() if k == VM)
+
+
+@pytest.mark.parametrize("protect", [True, False])
+def test_lifecycle_protect_guards_the_control_plane_and_the_vds(plan, protect):
+    config = builders.lab_stack()
+    config["gpu-lab:lifecycle"] = {"protect": protect}
+    lab = plan(config)
+    protected = sorted(n for n, o in lab.options.items() if o["protect"])
+    expected = ["roce-vds", "vms-m01", "vms-m02", "vms-m03"] if protect else []
+    # not the workers (rebuilt from the worker ignition) nor the bootstrap VM (removed after the install)
+    assert [n for n in protected if n.startswith(("vms-", "roce-"))] == expected
+
+
+def test_no_resource_of_the_vsphere_half_needs_an_alias(plan):
+    # Nothing here was renamed or moved to another parent: the day-1 names and parents stand.
+    lab = plan(builders.lab_stack())
+    assert all(o["aliases"] == [] for n, o in lab.options.items() if n.startswith(("vms-", "roce-", "pyvmomi")))
+
+
+# ---------------------------------------------------------------- the rows of docs/day2.md
+
+
+def test_add_a_worker(plan):
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names",
+                                   [*builders.WORKERS, "w05"]))
+    # The new worker's VM and vGPU; its round-robin host is esx01, alone in a third spread group
+    # (no rule for one VM). No other VM, rule or host setting changes: the workers' ignition
+    # changes too, but extraConfig is a first-boot input.
+    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create"}
+    assert new.inputs["vms-w05"]["hostSystemId"] == "host-esx01"
+
+
+def test_add_a_worker_in_the_placed_form(plan):
+    base = plan(placed_lab())
+    config = placed_lab(5)
+    config["gpu-lab:vsphere"]["workers"]["hosts"][4] = "esx03"
+    new = plan(config)
+    # ComputeClusterVmGroup.virtual_machine_ids is not ForceNew (resource_vsphere_compute_cluster_vm_group.go):
+    # the group of the new worker's host is updated in place.
+    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create",
+                                       "vms-esx03-workers": "update virtualMachineIds"}
+
+
+def test_remove_a_middle_worker_in_the_placed_form(plan):
+    base = plan(placed_lab(8))
+    new = plan(without(placed_lab(8), "w02"))
+    # Its VM and vGPU go, and it leaves its host's VM group; every other worker keeps its addresses
+    # and host, so nothing else changes.
+    assert engine_steps(base, new) == {"vms-w02": "delete", "vms-w02-vgpu": "delete",
+                                       "vms-esx02-workers": "update virtualMachineIds"}
+
+
+def test_remove_the_last_worker_of_a_host_in_the_placed_form(plan):
+    base = plan(placed_lab())
+    new = plan(without(placed_lab(), "w02"))
+    assert engine_steps(base, new) == {
+        "vms-w02": "delete", "vms-w02-vgpu": "delete",
+        "vms-esx02-workers": "delete", "vms-esx02-host": "delete", "vms-esx02-placement": "delete"}
+
+
+def test_remove_a_middle_worker_in_the_derived_form_moves_the_later_ones(plan):
+    """Why the placed form exists: by position, w03 and w04 take w02's and w03's host (a vMotion of
+    a vGPU VM) and addresses (written in their ignition, so the guests keep the old ones), and the
+    spread rule changes. The identity guard refuses this change (node_moves, keeping_edit)."""
+    base = plan(vsphere_only(builders.lab_stack()))
+    new = plan(vsphere_only(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names",
+                                                ["w01", "w03", "w04"])))
+    steps = engine_steps(base, new)
+    assert steps["vms-w03"] == steps["vms-w04"] == "update hostSystemId"
+    assert steps["vms-workers-spread-1"] == "update virtualMachineIds"
+
+
+def test_change_the_template(plan):
+    base = plan(builders.lab_stack())
+    changed = builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.template", "rhcos-4.17-template")
+    new = plan(changed)
+    # Every VM's clone block names the new template ...
+    vms = [n for n, k in new.types.items() if k == VM]
+    assert all(base.inputs[n]["clone"] != new.inputs[n]["clone"] for n in vms)
+    # ... and the engine ignores it on the running ones: nothing is replaced.
+    assert engine_steps(base, new) == {}
+    # New VMs get it.
+    more = plan(builders.with_value(changed, "gpu-lab:vsphere.workers.names", [*builders.WORKERS, "w05"]))
+    assert more.inputs["vms-w05"]["clone"]["templateUuid"] == "4213abcd-template-rhcos-4.17-template"
+
+
+def test_change_the_vgpu_profile(plan):
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.vgpuProfile", "grid_v100-32c"))
+    # An update of each worker's VmVgpuProfile; the provider rolls them (test_vgpu_roll.py).
+    assert engine_steps(base, new) == {f"vms-{w}-vgpu": "update profile" for w in builders.WORKERS}
+
+
+def test_change_vm_sizing(plan):
+    base = plan(builders.lab_stack())
+    config = builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.sizing",
+                                 {"cpus": 8, "memoryGb": 32, "diskGb": 50})
+    new = plan(config)
+    # CPU and memory without hot add: pulumi-vsphere powers each worker off for the change, all at once.
+    assert engine_steps(base, new) == {f"vms-{w}": "reboot memory,memoryReservation,numCpus"
+                                       for w in builders.WORKERS}
+    # A bigger disk is grown in place (virtual_machine_disk_subresource.go: only shrinking is refused).
+    grown = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.sizing",
+                                     {"cpus": 4, "memoryGb": 24, "diskGb": 80}))
+    assert engine_steps(base, grown) == {f"vms-{w}": "update disks" for w in builders.WORKERS}
+
+
+def test_rotate_the_vcenter_password(plan):
+    config = builders.lab_stack()
+    secrets = placeholder_secrets(config)
+    base = plan(config, secrets)
+    new = plan(config, {**secrets, "vsphere:password": "rotated-password"})
+    # The pulumi-vsphere resources do not carry it: it is provider configuration, and the bridged
+    # provider's DiffConfig replaces only on a config key marked ForcesProviderReplace
+    # (pulumi-terraform-bridge v3.133.0, pkg/tfbridge/provider.go, configDiffer), which
+    # pulumi-vsphere marks on none (provider/resources.go, Config). The pyvmomi resources carry it:
+    # an update each, which reads vSphere and writes nothing (test_password_rotation_writes_nothing).
+    steps = engine_steps(base, new)
+    pyvmomi = [n for n, k in new.types.items() if k == DYNAMIC]
+    assert steps == {n: "update password" for n in pyvmomi}
+    assert len(pyvmomi) == 4 * 4 + 4  # four settings per worker host, a vGPU per worker
+
+
+def test_change_the_connectx_pfc_priority(plan):
+    config = builders.lab_stack()
+    config["gpu-lab:vsphere"]["networks"]["rdma"]["pfcPriority"] = 4
+    # the switches must protect the same priority, in the traffic class of that number
+    config["gpu-lab:switches"][0]["roce"].update(pfcPriority=4, trafficClass=4)
+    base = plan(builders.lab_stack())
+    new = plan(config)
+    # nmlx5_core's options on each worker host, updated in place; reported pending until the host
+    # reboots (hostsPendingReboot, test_pending_reboot.py).
+    assert engine_steps(base, new) == {f"roce-{h}-connectx-qos": "update options" for h in builders.WORKER_HOSTS}
+    assert new.inputs["roce-esx01-connectx-qos"]["options"] == "pfctx=0x10 pfcrx=0x10 trust_state=2"
+
+
+# ---------------------------------------------------------------- an upgrade of gpu-lab
+
+
+def test_an_upgraded_vgpu_resource_is_an_update_that_changes_nothing_on_vsphere(plan):
+    """Stacks built before the roll have VmVgpuProfile states without kubeconfig, oc and nodeName:
+    the first `up` after the upgrade is an update of each (no replacement), and that update finds the
+    same profile and neither powers the VM off nor drains it (test_vgpu_roll.py,
+    test_an_update_that_keeps_the_profile_changes_nothing)."""
+    new = plan(builders.lab_stack())
+    for worker in builders.WORKERS:
+        now = new.inputs[f"vms-{worker}-vgpu"]
+        before = {k: v for k, v in now.items() if k not in ("kubeconfig", "oc", "nodeName")}
+        diff = d._VGPU_PROFILE.diff("id", before, now)
+        assert (diff.changes, diff.replaces) == (True, [])
+        assert now["nodeName"] == worker and now["oc"] == "oc" and now["kubeconfig"]
+
+
+def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
+    """The update a rotated vCenter password causes, against vcsim: each setting is read and, being
+    what the state says, left alone (module options and graphics: test_pending_reboot.py; vGPU:
+    test_vgpu_roll.py)."""
+    from components.vsphere import hostops
+
+    writes: list[str] = []
+
+    def spy(setter: str):
+        original = getattr(hostops, setter)
+
+        def write(*args):
+            writes.append(setter)
+            return original(*args)
+        return write
+
+    for setter in ("set_advanced_option", "set_ruleset_enabled"):
+        monkeypatch.setattr(hostops, setter, spy(setter))
+    engine = {"__provider": "c2VyaWFsaXplZA==", **conn_props}
+    option = {**engine, "kind": d._ADVANCED_OPTION.kind, "hostName": "DC0_C0_H1", "key": "Net.PVRDMAVmknic",
+              "value": "vmk1"}
+    ruleset = {**engine, "kind": d._FIREWALL_RULESET.kind, "hostName": "DC0_C0_H1", "ruleset": "pvrdma",
+               "enabled": True}
+    hostops.find_host(si, "DC0_C0_H1").configManager.advancedOption.UpdateOptions(
+        changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
+    created = [(p, p.create(props)) for p, props in ((d._ADVANCED_OPTION, option), (d._FIREWALL_RULESET, ruleset))]
+    try:
+        assert writes == ["set_advanced_option", "set_ruleset_enabled"]
+        for provider, made in created:
+            olds = {**made.outs, "password": "the-password-before"}
+            news = {k: v for k, v in made.outs.items() if k != "original"}
+            assert provider.diff(made.id, olds, news).replaces == []
+            provider.update(made.id, olds, news)
+        assert writes == ["set_advanced_option", "set_ruleset_enabled"]
+    finally:
+        for provider, made in created:
+            provider.delete(made.id, made.outs)
+
+
+def test_adopt_the_placed_form(plan):
+    """Writing out what the day-1 form gives (listed addresses, workers.hosts): no VM changes; DRS
+    keeps each worker on its host by a rule per host instead of the spread rules."""
+    base = plan(builders.lab_stack())
+    new = plan(placed_lab())
+    assert engine_steps(base, new) == {
+        "vms-workers-spread-1": "delete",
+        **{f"vms-{h}-{what}": "create" for h in builders.WORKER_HOSTS for what in ("workers", "host", "placement")}}
+
+
+def test_add_a_worker_to_a_group_that_has_a_rule(plan):
+    # Six workers on four hosts: w05 and w06 form the second spread group; w07 joins it.
+    # ComputeClusterVmAntiAffinityRule.virtual_machine_ids is not ForceNew
+    # (resource_vsphere_compute_cluster_vm_anti_affinity_rule.go): the rule is updated in place.
+    six = [f"w0{i}" for i in range(1, 7)]
+    base = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", six))
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*six, "w07"]))
+    assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-vgpu": "create",
+                                       "vms-workers-spread-2": "update virtualMachineIds"}
