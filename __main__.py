@@ -46,7 +46,7 @@ def main() -> None:
     plan = lab.plan  # the facts the sections share, derived once
 
     # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take.
-    LabIdentity("lab-identity", identity_of(plan), pulumi.ResourceOptions(provider=guard_provider()))
+    LabIdentity("lab-identity", identity_of(lab), pulumi.ResourceOptions(provider=guard_provider()))
 
     openshift = None
     if plan.cluster is not None:

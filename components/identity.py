@@ -8,9 +8,10 @@ Some edits of the stack file are fine on paper and wrong for a lab that runs:
 - a node's address: its ignition kernel arguments are first-boot inputs, its DNS name and CSRs
   were made for the old one;
 - a node moved implicitly: worker addresses given as `{first: ...}` and hosts given round-robin
-  are positional, so removing a worker from the middle of `names` would move every later worker.
+  are positional, so removing a worker from the middle of `names` would move every later worker
+  (components/vsphere/config.py, node_moves and the lists that keep them, render_keeping_edit).
 
-`identity_of(plan)` states the lab's identity; `identity_problems(old, new)` says, for each change
+`identity_of(lab)` states the lab's identity; `identity_problems(old, new)` says, for each change
 that cannot be made in place, the key, the old and the new value and what to write instead. The
 engine hands a dynamic provider's `check` the inputs of the last deployment beside the new ones,
 so one `LabIdentity` resource refuses such an edit while `pulumi preview` (and the preview `pulumi
@@ -26,7 +27,10 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.lab_plan import LabPlan
+from pydantic import ValidationError
+
+from components.config import LabConfig
+from components.vsphere.config import VsphereConfig, node_moves, render_keeping_edit
 
 KIND = "lab-identity"
 DYNAMIC_PACKAGE = "pulumi-python"
@@ -45,26 +49,13 @@ CLUSTER_KEYS = {
 }
 
 
-def identity_of(plan: LabPlan) -> dict[str, Any]:
-    """The lab's identity as the guard's inputs: the cluster (when there is one) and every node.
-
-    Nodes are the VMs that exist now (the bootstrap VM comes and goes by design, so it is left
-    out) and the cluster's bare-metal nodes; each with the config key it is written under and
-    its position there, so a refusal can say which lists to write.
-    """
-    nodes: dict[str, dict[str, Any]] = {}
-    if plan.vsphere is not None:
-        positions: dict[str, int] = {}
-        for vm in plan.vsphere.vms:
-            if vm.role == "bootstrap":
-                continue
-            group = "vsphere.workers" if vm.role == "worker" else "vsphere.controlPlane"
-            positions[group] = positions.get(group, -1) + 1
-            nodes[vm.name] = {"group": group, "position": positions[group], "address": vm.management_address,
-                              "rdmaAddress": vm.rdma_address, "host": vm.host}
+def identity_of(lab: LabConfig) -> dict[str, Any]:
+    """The lab's identity as the guard's inputs: the cluster, the vSphere section (its nodes' places
+    follow from it: components/vsphere/config.py, node_identities) and the bare-metal nodes."""
     cluster = None
-    if plan.cluster is not None:
-        oc = plan.cluster.config
+    bare_metal: dict[str, str | None] = {}
+    if lab.openshift is not None:
+        oc = lab.openshift
         nets = oc.networks
         cluster = {
             "clusterName": oc.cluster_name,
@@ -76,37 +67,49 @@ def identity_of(plan: LabPlan) -> dict[str, Any]:
             "serviceNetwork": nets.service_network,
             "singleNode": oc.single_node,
         }
-        for i, node in enumerate(oc.nodes):
-            if node.platform == "baremetal" and node.role != "bootstrap":
-                nodes[node.name] = {"group": "openshift.nodes", "position": i,
-                                    "address": str(node.address) if node.address else None,
-                                    "rdmaAddress": None, "host": None}
-    return {"cluster": cluster, "nodes": nodes}
+        bare_metal = {n.name: str(n.address) if n.address else None
+                      for n in oc.nodes if n.platform == "baremetal" and n.role != "bootstrap"}
+    vsphere = lab.vsphere.model_dump(mode="json", by_alias=True) if lab.vsphere is not None else None
+    return {"cluster": cluster, "vsphere": vsphere, "bareMetal": bare_metal}
 
 
 def identity_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Every change from `old` to `new` that a running lab cannot take, as messages; [] when none."""
     problems = _cluster_problems(old.get("cluster"), new.get("cluster"))
-    old_nodes: Mapping[str, Mapping[str, Any]] = old.get("nodes") or {}
-    new_nodes: Mapping[str, Mapping[str, Any]] = new.get("nodes") or {}
-    membership_changed = set(old_nodes) != set(new_nodes)
-    moved: dict[str, list[str]] = {}
-    for name in sorted(set(old_nodes) & set(new_nodes)):
-        before, after = old_nodes[name], new_nodes[name]
-        changes = [f"{label} {before.get(key)} -> {after.get(key)}"
-                   for key, label in (("address", "address"), ("rdmaAddress", "RDMA address"))
-                   if before.get(key) != after.get(key)]
-        # An explicit host change alone is a migration the provider makes in place; with a node
-        # added or removed in the same edit it is the positional round-robin moving workers.
-        if before.get("host") != after.get("host") and (changes or membership_changed):
-            changes.append(f"host {before.get('host')} -> {after.get('host')}")
-        if changes:
-            moved.setdefault(str(after.get("group")), []).append(f"{name} ({', '.join(changes)})")
-    for group, entries in sorted(moved.items()):
-        why = ("the edit adds or removes a node and the positional {first: ...} addresses or the round-robin "
-               "hosts move the others" if membership_changed else "a running node keeps its addresses")
-        problems.append(f"{group}: running nodes would move: {'; '.join(entries)}; {why}. "
-                        f"{_keeping_edit(group, old_nodes, new_nodes)}")
+    problems += _vsphere_problems(old.get("vsphere"), new.get("vsphere"))
+    before, after = old.get("bareMetal") or {}, new.get("bareMetal") or {}
+    for name in sorted(set(before) & set(after)):
+        if before[name] != after[name]:
+            problems.append(f"openshift.nodes: {name}: address {before[name]} -> {after[name]}: a running node keeps its "
+                            f"address; set it back, or remove the node in one `pulumi up` (it is drained) and add it "
+                            "with its new address in the next")
+    return problems
+
+
+def _vsphere_problems(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
+    if not old or not new:
+        return []
+    try:
+        before = VsphereConfig.model_validate(old)
+    except ValidationError:  # a section written by an older gpu-lab the model no longer reads
+        return []
+    after = VsphereConfig.model_validate(new)
+    moves = node_moves(before, after)
+    problems = []
+    positional = [m for m in moves if any(c.positional for c in m.changes)]
+    if positional:
+        problems.append(
+            "vsphere: the edit adds or removes a node, and the positional {first: ...} addresses or round-robin "
+            "hosts would move running nodes: " + "; ".join(m.describe() for m in positional)
+            + ". Keep them where they are by writing these lists (then make the edit):\n"
+            + render_keeping_edit(before, after).rstrip())
+    for move in moves:
+        for change in move.changes:
+            # A host written for the node is a migration the provider makes in place; an address is not.
+            if not change.positional and change.attribute != "host":
+                problems.append(f"{change.key}: {move.name}: {change.attribute} {change.before} -> {change.after}: a "
+                                "running node keeps its addresses; set it back, or remove the node in one `pulumi up` "
+                                "(it is drained) and add it with its new address in the next")
     return problems
 
 
@@ -118,24 +121,6 @@ def _cluster_problems(old: Mapping[str, Any] | None, new: Mapping[str, Any] | No
     return [f"{path}: {old.get(key)!r} -> {new.get(key)!r}: the cluster is installed once and cannot take this "
             f"change in place; put {old.get(key)!r} back, or {REBUILD}"
             for key, path in CLUSTER_KEYS.items() if old.get(key) != new.get(key)]
-
-
-def _keeping_edit(group: str, old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> str:
-    """The lists that keep every running node of `group` where it is, new nodes as planned."""
-    if group == "openshift.nodes":
-        return ("Set the address back; to re-address a node, remove it in one `pulumi up` (it is drained) "
-                "and add it with its new address in the next.")
-    members = sorted((n for n in new if new[n].get("group") == group), key=lambda n: new[n]["position"])
-    kept = {n: old[n] if n in old else new[n] for n in members}
-    keys = [("managementAddresses", "address"), ("rdmaAddresses", "rdmaAddress"), ("hosts", "host")]
-    if group != "vsphere.workers":
-        keys = keys[:1]
-    lines = [f"{option}: [{', '.join(str(kept[n].get(key)) for n in members)}]"
-             for option, key in keys if any(kept[n].get(key) for n in members)]
-    taken = [n for n in members if n not in old
-             and any(new[n].get(k) == old[m].get(k) for m in old for k in ("address", "rdmaAddress") if new[n].get(k))]
-    clash = f" ({', '.join(taken)}: pick a free address, it has one of a running node)" if taken else ""
-    return f"Keep them with explicit lists under {group}, in the order of names: {'; '.join(lines)}{clash}."
 
 
 class _IdentityProvider(ResourceProvider):
@@ -162,7 +147,7 @@ class _IdentityProvider(ResourceProvider):
 
 
 def _plain(props: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in props.items() if k in ("kind", "cluster", "nodes")}
+    return {k: v for k, v in props.items() if k in ("kind", "cluster", "vsphere", "bareMetal")}
 
 
 _PROVIDER = _IdentityProvider()
