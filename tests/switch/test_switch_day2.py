@@ -345,3 +345,29 @@ def test_upgrade_from_one_command_never_runs_the_full_revert(raw, tmp_path):
     # leaving the stack later runs what the state holds: the narrow undos, never the old full revert
     assert [s.inputs.get("delete") for s in lab.engine.state.values()].count(old_revert) == 0
     assert old_apply not in [s.inputs.get("create") for s in lab.engine.state.values()]
+
+
+ONYX_RAILS = {**ONYX, "ports": {"hosts": ["1/1"], "rails": [{"subnet": "10.10.11.0/24", "ports": ["1/5", "1/6"]},
+                                                         {"subnet": "10.10.12.0/24", "ports": ["1/7"]}]}}
+
+
+@pytest.mark.parametrize("raw", [ONYX_RAILS, CUMULUS], ids=["onyx", "cumulus"])
+def test_port_moves_rail_and_a_rail_changes_vlan(raw, tmp_path):
+    lab = Lab(raw, tmp_path / "lab")
+    assert lab.up().error is None
+    moved = "1/6" if raw["os"] == "onyx" else "swp2"
+
+    def change(r):
+        r["ports"]["rails"][0]["ports"].remove(moved)
+        r["ports"]["rails"][1]["ports"].append(moved)
+        r["ports"]["rails"][1]["vlan"] = 122  # was 112
+    changed = edit(raw, change)
+    outcome = lab.up(changed)
+    assert outcome.error is None
+    name = raw["name"]
+    # the moved port keeps its items; only the rail's old VLAN goes, after the apply moved its ports
+    assert {n for n, s in outcome.steps.items() if s == "delete"} == {f"{name}-undo-vlan-112"}
+    assert {n for n, s in outcome.steps.items() if s == "create"} == {f"{name}-undo-vlan-122"}
+    assert [(e.resource, e.operation) for e in outcome.executed] == \
+        [(f"{name}-apply", "create"), (f"{name}-undo-vlan-112", "delete")]
+    assert lab.switch.config() == fresh(changed, tmp_path / "fresh")
