@@ -24,7 +24,7 @@ from components.openshift.files import (
 )
 from components.roce.host import render_baremetal_script
 from components.switch.config import SwitchConfig
-from components.switch.files import render_apply, render_revert
+from components.switch.files import render_apply, render_login_check, render_undo, undo_items
 
 BLANK_DIR = "/var/tmp/gpu lab"
 AWKWARD_DIR = "/var/tmp/it's a $dir"
@@ -93,5 +93,7 @@ def rendered_scripts(awkward: bool = False) -> dict[str, str]:
     sw = SwitchConfig.model_validate(CUMULUS)
     # Cumulus scripts run under the switch user's bash; they carry no shebang of their own.
     scripts["cumulus-apply.bash"] = render_apply(sw)
-    scripts["cumulus-revert.bash"] = render_revert(sw)
+    scripts["cumulus-login-check.bash"] = render_login_check(sw)
+    for item in undo_items(sw):
+        scripts[f"cumulus-undo-{item.key}.bash"] = render_undo(sw, item)
     return scripts

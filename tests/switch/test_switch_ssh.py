@@ -17,6 +17,7 @@ would need a system account with a known password; key login exercises the same 
 
 from __future__ import annotations
 
+import copy
 import getpass
 import json
 import os
@@ -31,11 +32,11 @@ from pathlib import Path
 import pytest
 from procs import stop
 from required_tools import require_tool
-from switch_sim import nvue_args
+from switch_sim import CumulusBox, CumulusSwitch, OnyxSwitch, nvue_args
 
 from components.config import load_lab
 from components.switch.config import SwitchConfig
-from components.switch.files import render_apply, render_revert
+from components.switch.files import ONYX_ROLLBACK_FILE, render_apply, render_login_check, render_undo, undo_items
 
 HERE = Path(__file__).resolve().parent
 SSH_HINT = "needs openssh-server and openssh-client: run scripts/install-switch-test-tools.sh"
@@ -47,26 +48,32 @@ def ssh_tools() -> dict[str, str]:
 
 CUMULUS = SwitchConfig.model_validate({
     "name": "cl-rails", "os": "cumulus", "managementAddress": "10.0.0.3", "user": "cumulus",
-    "ports": {"hosts": ["swp10"], "rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1", "swp2"]},
-                                            {"subnet": "10.10.12.0/24", "ports": ["swp3", "swp4"]}]},
+    "ports": {"hosts": ["swp10"], "rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1", "swp2"]}]},
 })
+# Every undo is its own session: a one-port switch keeps their number small.
+ONYX_ONE_PORT = SwitchConfig.model_validate({"name": "sw-one", "os": "onyx", "managementAddress": "10.0.0.2",
+                                             "ports": {"hosts": ["1/1"]}})
 
 # The stand-in switch's programs. {python}, {dir} and {sim} are filled in at start-up; sshd
-# starts them with a clean environment, so the shell gives them PYTHONPATH (switch_sim.py).
+# starts them with a clean environment, so the shell gives them PYTHONPATH (switch_sim.py). The
+# Cumulus scripts' lock lives in the stand-in's own directory instead of the switch's /run/lock.
 SWITCH_SHELL = """\
 #!/bin/bash
 # ForceCommand: the client's command text is in SSH_ORIGINAL_COMMAND.
 export PYTHONPATH={sim}
 case "$(cat {dir}/mode)" in
     onyx) exec {python} {dir}/onyx-cli ;;
-    cumulus) PATH="{dir}/bin:$PATH" exec /bin/bash -c "$SSH_ORIGINAL_COMMAND" ;;
+    cumulus) PATH="{dir}/cumulus/bin:$PATH" exec /bin/bash -c "${{SSH_ORIGINAL_COMMAND//\\/run\\/lock\\//{dir}/cumulus/}}" ;;
 esac
 """
 ONYX_CLI = """\
 import json, os, sys
 from switch_sim import OnyxSwitch
 state = json.load(open({dir!r} + "/onyx.json"))
-box = OnyxSwitch(running=set(state["running"]), saved=set(state["saved"]))
+box = OnyxSwitch(running=set(state["running"]), saved=set(state["saved"]), active=state["active"],
+                 files={{k: set(v) for k, v in state["files"].items()}},
+                 fail_on=open({dir!r} + "/fail_on").read().strip())
+status = 0
 with open({dir!r} + "/received.log", "a") as log:
     for line in os.environ.get("SSH_ORIGINAL_COMMAND", "").splitlines():
         log.write(line + "\\n")
@@ -74,25 +81,10 @@ with open({dir!r} + "/received.log", "a") as log:
             box.command(line.strip())
         except ValueError as err:
             print("% " + str(err), file=sys.stderr)
-            sys.exit(1)
-json.dump({{"running": sorted(box.running), "saved": sorted(box.saved)}}, open({dir!r} + "/onyx.json", "w"))
-"""
-FAKE_NV = """\
-import json, sys
-from switch_sim import CumulusSwitch
-args = sys.argv[1:]
-with open({dir!r} + "/received.log", "a") as log:
-    log.write("nv " + " ".join(args) + "\\n")
-fail_on = open({dir!r} + "/fail_on").read().strip()
-if fail_on and fail_on in " ".join(args):
-    print("Error: invalid value", file=sys.stderr)
-    sys.exit(1)
-state = json.load(open({dir!r} + "/nvue.json"))
-box = CumulusSwitch(applied={{tuple(p) for p in state["applied"]}},
-                    pending=None if state["pending"] is None else {{tuple(p) for p in state["pending"]}})
-box.nv(args)
-json.dump({{"applied": sorted(box.applied), "pending": None if box.pending is None else sorted(box.pending)}},
-          open({dir!r} + "/nvue.json", "w"))
+            status = 1
+            break
+json.dump(box.snapshot(), open({dir!r} + "/onyx.json", "w"))
+sys.exit(status)
 """
 
 
@@ -103,13 +95,24 @@ class StandInSwitch:
     user: str
     client_key: Path
     known_hosts: Path
+    nvue: CumulusBox
+    """The Cumulus mode's NVUE (its fake `nv` is in dir/cumulus/bin)."""
 
     def reset(self, mode: str, fail_on: str = "") -> None:
+        self.mode = mode
         (self.dir / "mode").write_text(mode)
         (self.dir / "fail_on").write_text(fail_on)
+        (self.dir / "onyx.json").write_text(json.dumps(OnyxSwitch().snapshot()))
+        self.nvue.reset(CumulusSwitch(), fail_on)
+        self.clear_received()
+
+    def fail_on(self, text: str) -> None:
+        (self.dir / "fail_on").write_text(text)
+        self.nvue.fail_on = text
+
+    def clear_received(self) -> None:
         (self.dir / "received.log").write_text("")
-        (self.dir / "onyx.json").write_text(json.dumps({"running": [], "saved": []}))
-        (self.dir / "nvue.json").write_text(json.dumps({"applied": [], "pending": None}))
+        self.nvue.log.clear()
 
     def send(self, text: str) -> subprocess.CompletedProcess:
         """Run `text` as one SSH exec request, as pulumi-command does with create/delete."""
@@ -117,7 +120,10 @@ class StandInSwitch:
             ["ssh", "-T", "-F", "/dev/null", "-p", str(self.port), "-i", str(self.client_key),
              "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
              "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-             "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR", f"{self.user}@127.0.0.1", text],
+             "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR",
+             # one connection for the whole module, a new session (exec request) per script
+             "-o", "ControlMaster=auto", "-o", f"ControlPath={self.dir}/control", "-o", "ControlPersist=120",
+             f"{self.user}@127.0.0.1", text],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
         )
 
@@ -125,13 +131,16 @@ class StandInSwitch:
         return (self.dir / "sshd.log").read_text()
 
     def received(self) -> list[str]:
+        """Onyx: the CLI lines; Cumulus: the `nv` commands."""
+        if self.mode == "cumulus":
+            return self.nvue.received()
         return (self.dir / "received.log").read_text().splitlines()
 
     def onyx_state(self) -> dict:
         return json.loads((self.dir / "onyx.json").read_text())
 
-    def nvue_state(self) -> dict:
-        return json.loads((self.dir / "nvue.json").read_text())
+    def nvue_state(self) -> CumulusSwitch:
+        return copy.deepcopy(self.nvue.state)
 
 
 def _free_port() -> int:
@@ -163,10 +172,9 @@ def switch_box(tmp_path_factory, ssh_tools):
     port = _free_port()
     (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {(d / 'host_key.pub').read_text()}")
     fill = {"python": sys.executable, "dir": str(d), "sim": str(HERE)}
-    (d / "bin").mkdir()
+    nvue = CumulusBox(d / "cumulus")
     for path, text in ((d / "switch-shell", SWITCH_SHELL.format(**fill)),
-                       (d / "onyx-cli", ONYX_CLI.format(**fill)),
-                       (d / "bin" / "nv", f"#!{sys.executable}\n" + FAKE_NV.format(**fill))):
+                       (d / "onyx-cli", ONYX_CLI.format(**fill))):
         path.write_text(text)
         path.chmod(0o755)
     user = getpass.getuser()
@@ -198,8 +206,12 @@ def switch_box(tmp_path_factory, ssh_tools):
                             stdout=subprocess.DEVNULL, stderr=log)
     try:
         _wait_listening(port, proc, d / "sshd.log")
-        yield StandInSwitch(d, port, user, d / "client_key", d / "known_hosts")
+        box = StandInSwitch(d, port, user, d / "client_key", d / "known_hosts", nvue)
+        yield box
     finally:
+        if (d / "control").exists():  # the shared client connection goes with the server
+            subprocess.run(["ssh", "-o", f"ControlPath={d}/control", "-O", "exit", "127.0.0.1"],
+                           capture_output=True, timeout=10)
         stop(proc)
         log.close()
 
@@ -208,42 +220,90 @@ def _lab_switch(lab_sections) -> SwitchConfig:
     return load_lab(lab_sections).switches[0]
 
 
-def test_onyx_cli_receives_exactly_the_rendered_lines_and_revert_clears_them(switch_box, lab_sections):
+def _ok(switch_box, done: subprocess.CompletedProcess) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr + switch_box.sshd_log()
+
+
+def test_onyx_cli_receives_exactly_the_rendered_lines(switch_box, lab_sections):
     sw = _lab_switch(lab_sections)
     switch_box.reset("onyx")
     apply = render_apply(sw)
-    done = switch_box.send(apply)
-    assert done.returncode == 0, done.stderr + switch_box.sshd_log()
+    _ok(switch_box, switch_box.send(apply))
     assert switch_box.received() == apply.splitlines()
     state = switch_box.onyx_state()
     assert "interface ethernet 1/4 traffic-class 3 congestion-control ecn minimum-absolute 150 maximum-absolute 1500" \
         in state["running"]
-    assert state["saved"] == state["running"]
-
-    (switch_box.dir / "received.log").write_text("")
-    revert = render_revert(sw)
-    done = switch_box.send(revert)
-    assert done.returncode == 0, done.stderr + switch_box.sshd_log()
-    assert switch_box.received() == revert.splitlines()
-    assert switch_box.onyx_state() == {"running": [], "saved": []}
+    assert state["saved"] == state["running"] and state["files"] == {ONYX_ROLLBACK_FILE: []}
 
 
-def test_cumulus_shell_runs_exactly_the_rendered_nv_commands(switch_box):
+def test_onyx_login_check_changes_nothing_and_the_undos_clear_everything(switch_box):
+    sw = ONYX_ONE_PORT
+    switch_box.reset("onyx")
+    _ok(switch_box, switch_box.send(render_apply(sw)))
+    state = switch_box.onyx_state()
+    _ok(switch_box, switch_box.send(render_login_check(sw)))
+    assert switch_box.onyx_state() == state
+
+    for item in reversed(undo_items(sw)):  # as the engine deletes them when the switch leaves the stack
+        switch_box.clear_received()
+        undo = render_undo(sw, item)
+        _ok(switch_box, switch_box.send(undo))
+        assert switch_box.received() == undo.splitlines()
+    assert switch_box.onyx_state() == OnyxSwitch().snapshot()
+
+
+def test_onyx_failed_line_stops_the_session_and_the_saved_file_restores(switch_box, lab_sections):
+    sw = _lab_switch(lab_sections)
+    switch_box.reset("onyx")
+    _ok(switch_box, switch_box.send(render_apply(sw)))
+    before = switch_box.onyx_state()
+    raw = sw.model_dump(by_alias=True)
+    raw["roce"].update(mtu=9100, ecnMaxKb=1400)
+    switch_box.fail_on("congestion-control")
+    done = switch_box.send(render_apply(SwitchConfig.model_validate(raw)))
+    assert done.returncode != 0 and "invalid value" in done.stderr
+    after = switch_box.onyx_state()
+    assert after["saved"] == before["saved"] and after["running"] != before["running"]
+    switch_box.fail_on("")
+    _ok(switch_box, switch_box.send(f"enable\nconfigure terminal\nconfiguration switch-to {ONYX_ROLLBACK_FILE}\n"))
+    assert switch_box.onyx_state()["running"] == before["running"]
+
+
+def _nv_lines(script: str) -> list[str]:
+    return ["nv " + " ".join(args) for args in map(nvue_args, script.splitlines()) if args is not None]
+
+
+COMMIT = ["nv config diff -o commands", "nv config apply --confirm 10m -y", "nv show system", "nv config apply --confirm-yes"]
+
+
+def test_cumulus_shell_runs_the_apply_once_and_the_undos_clear_it(switch_box):
     switch_box.reset("cumulus")
     apply = render_apply(CUMULUS)
-    done = switch_box.send(apply)
-    assert done.returncode == 0, done.stderr + switch_box.sshd_log()
-    expected = ["nv " + " ".join(args) for args in map(nvue_args, apply.splitlines()) if args is not None]
-    assert switch_box.received() == expected
+    _ok(switch_box, switch_box.send(apply))
+    staged = [line for line in _nv_lines(apply) if line.startswith("nv set ")]
+    assert switch_box.received() == ["nv config detach", *staged, *COMMIT]
     state = switch_box.nvue_state()
-    assert state["pending"] is None
-    assert ["interface", "swp3", "bridge", "domain", "br_default", "access", "112"] in state["applied"]
+    assert state.pending is None and state.confirm_rollback is None
+    assert ("interface", "swp2", "bridge", "domain", "br_default", "access", "111") in state.applied
 
-    (switch_box.dir / "received.log").write_text("")
-    done = switch_box.send(render_revert(CUMULUS))
-    assert done.returncode == 0, done.stderr + switch_box.sshd_log()
-    assert switch_box.received()[-1] == "nv config apply -y"
-    assert switch_box.nvue_state() == {"applied": [], "pending": None}
+    switch_box.clear_received()
+    done = switch_box.send(apply)  # idempotent: NVUE sees no difference, nothing is applied
+    _ok(switch_box, done)
+    assert "gpu-lab: switch cl-rails: already configured, nothing applied" in done.stdout
+    assert switch_box.received()[-2:] == ["nv config diff -o commands", "nv config detach"]
+    assert switch_box.nvue_state().applied == state.applied
+
+    switch_box.clear_received()
+    _ok(switch_box, switch_box.send(render_login_check(CUMULUS)))
+    assert switch_box.received() == ["nv show system"]
+
+    for item in reversed(undo_items(CUMULUS)):
+        switch_box.clear_received()
+        undo = render_undo(CUMULUS, item)
+        _ok(switch_box, switch_box.send(undo))
+        assert switch_box.received() == _nv_lines(undo)
+        assert switch_box.received()[-1] == "nv config apply -y"
+    assert switch_box.nvue_state() == CumulusSwitch()
 
 
 def test_cumulus_failure_names_the_switch_and_applies_nothing(switch_box):
@@ -254,5 +314,21 @@ def test_cumulus_failure_names_the_switch_and_applies_nothing(switch_box):
     assert "link mtu" in done.stderr
     received = switch_box.received()
     assert received[-1] == "nv config detach"
-    assert "nv config apply -y" not in received
-    assert switch_box.nvue_state() == {"applied": [], "pending": None}
+    assert not [line for line in received if line.startswith("nv config apply")]
+    assert switch_box.nvue_state() == CumulusSwitch()
+
+
+def test_cumulus_change_that_loses_the_session_is_never_confirmed_and_rolls_back(switch_box):
+    switch_box.reset("cumulus")
+    _ok(switch_box, switch_box.send(render_apply(CUMULUS)))
+    before = switch_box.nvue_state()
+    raw = CUMULUS.model_dump(by_alias=True)
+    raw["roce"]["mtu"] = 9100
+    switch_box.fail_on("show system")  # the check after the apply gets no answer
+    switch_box.clear_received()
+    done = switch_box.send(render_apply(SwitchConfig.model_validate(raw)))
+    assert done.returncode != 0
+    assert "nv config apply --confirm-yes" not in switch_box.received()
+    assert switch_box.nvue_state().confirm_rollback == before.applied
+    switch_box.nvue.close_confirm_window()
+    assert switch_box.nvue_state() == before
