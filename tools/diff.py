@@ -653,7 +653,10 @@ class KubernetesProviderRule(Rule):
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
 # What an update, replacement or delete of one of our dynamic resources does beyond the setting itself:
 # a vGPU change power-cycles a running VM (components/vsphere/hostops.py, set_vgpu_profile).
-DYNAMIC_EFFECTS = {"vsphere-vm-vgpu": ["reboot"]}
+DYNAMIC_REBOOTS = {"vsphere-vm-vgpu": "profile"}
+"""Dynamic kinds that power-cycle a VM, and the input whose change does it: vSphere changes a vGPU
+device only on a powered-off VM (components/vsphere/hostops.py, set_vgpu_profile), and an update
+that finds the same profile changes nothing."""
 
 
 class DynamicRule(Rule):
@@ -685,7 +688,10 @@ class DynamicRule(Rule):
     def effects(self, op, old, new, inputs, paths):
         r = new or old
         kind = r.inputs.get("kind") if r is not None else None
-        extra = DYNAMIC_EFFECTS.get(str(kind), []) if op in ("update", "replace", "delete") else []
+        trigger = DYNAMIC_REBOOTS.get(str(kind))
+        rebooted = trigger is not None and (op in ("replace", "delete")
+                                           or (op == "update" and any(p[:1] == (trigger,) for p in paths)))
+        extra = ["reboot"] if rebooted else []
         return sorted(set(super().effects(op, old, new, inputs, paths) + extra), key=EFFECTS.index)
 
 

@@ -1,6 +1,7 @@
 """The upgrade gate: a shipped stack's plan against the baseline recorded at the previous release.
 
     python -m tools.upgrade record [STACK ...]   re-record release/baselines/<stack>.json (`make baseline`)
+        [--at REF]                               from the release at REF (a tag), not the working tree
     python -m tools.upgrade check [STACK ...]    what would move, re-run, reboot, be replaced or deleted,
                                                  and whether CHANGELOG.md declares it (exit 1 if not)
 
@@ -22,13 +23,14 @@ import fnmatch
 import hashlib
 import json
 import re
+import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.diff import EFFECTS, SECRET, Planned, snapshot, steps_between
+from tools.diff import EFFECTS, SECRET, Planned, base_snapshot, resolve_base, snapshot, steps_between
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_STACKS = ("lab", "openshift", "sim")
@@ -64,6 +66,12 @@ def shrunk(resources: list[Planned]) -> list[Planned]:
 
 def version() -> str:
     return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
+
+
+def _version_at(ref: str) -> str:
+    text = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:pyproject.toml"], check=True,
+                          capture_output=True, text=True).stdout
+    return str(tomllib.loads(text)["project"].get("version", ref))
 
 
 def plan(stack: str) -> list[Planned]:
@@ -192,10 +200,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("record", "check"))
     parser.add_argument("stacks", nargs="*", default=list(SHIPPED_STACKS))
+    parser.add_argument("--at", metavar="REF", help="record from this release (tag or commit), planned by this "
+                                                    "checkout's harness; default: the working tree")
     args = parser.parse_args(argv)
     if args.action == "record":
         for stack in args.stacks:
-            print(write_baseline(stack, plan(stack), version()).relative_to(REPO))
+            if args.at:
+                resources = base_snapshot(resolve_base(args.at), stack)
+                if resources is None:
+                    print(f"no stack file Pulumi.{stack}.yaml at {args.at}", file=sys.stderr)
+                    return 2
+                resources, at_version = shrunk(resources), _version_at(args.at)
+            else:
+                resources, at_version = plan(stack), version()
+            print(write_baseline(stack, resources, at_version).relative_to(REPO))
         return 0
     missing = check(tuple(args.stacks))
     for f in missing:

@@ -39,19 +39,23 @@ def test_a_secret_changes_its_key_and_is_never_shown(before):
     secrets = offline_secrets(config)
     secrets["gpu-lab:switchPasswords"] = {builders.SWITCH: "s3cr3t-rotated"}
     result = changes(base, run(config, secrets))
-    assert result == [{"type": "command:remote:Command", "name": f"{builders.SWITCH}-config", "op": "update",
-                       "keys": ["connection"], "effects": ["rerun"]}]
+    switch_commands = [e for e in result if e["name"].startswith(f"{builders.SWITCH}-")]
+    assert switch_commands and switch_commands == [e for e in result if e["type"].startswith("command:")]
+    # every Command of the switch stores the new login; only the apply's read-only login check runs
+    assert {e["name"]: e["effects"] for e in switch_commands if e["effects"]} == {f"{builders.SWITCH}-apply": ["rerun"]}
+    assert all(e["op"] == "update" and e["keys"] == ["connection"] for e in switch_commands)
     assert "s3cr3t-rotated" not in json.dumps(result)
 
 
-def test_an_ecn_change_replaces_the_switch_command(before):
+def test_an_ecn_change_replaces_the_switch_apply_and_undoes_nothing(before):
     config, base = before
     edited = builders.with_value(config, "gpu-lab:switches.0.roce.ecnMinKb", 160)
     by_name = {e["name"]: e for e in changes(base, run(edited))}
-    assert by_name[f"{builders.SWITCH}-config"] == {
-        "type": "command:remote:Command", "name": f"{builders.SWITCH}-config", "op": "replace",
+    assert by_name[f"{builders.SWITCH}-apply"] == {
+        "type": "command:remote:Command", "name": f"{builders.SWITCH}-apply", "op": "replace",
         "keys": ["create", "triggers"], "effects": ["replace", "rerun"]}
     assert by_name[builders.SWITCH]["op"] == "update" and by_name[builders.SWITCH]["effects"] == []
+    assert set(by_name) == {f"{builders.SWITCH}-apply", builders.SWITCH}  # no undo runs
 
 
 def test_another_worker_is_created_and_the_rest_stays(before):

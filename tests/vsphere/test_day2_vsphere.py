@@ -1,12 +1,10 @@
 """docs/day2.md, the vSphere rows: each change planned before and after under mocks, and what the
 engine would do to a running lab.
 
-The engine diffs a resource's recorded inputs after `ignore_changes` (Pulumi, "ignoreChanges"
-resource option) and asks the resource's provider what a difference means. For pulumi-vsphere those
-rules are terraform-provider-vsphere's, the upstream pulumi-vsphere v4.17.0 pins (commit 6e5d67e),
-cited where they are used below; for the pyvmomi resources the rules are our own provider's
-`diff`, called here as the engine would. The mocks' monitor does not keep resource options, so the
-runs here record them from the RegisterResource requests.
+What the engine would do comes from tools.diff (`make diff`'s engine): the resource's recorded
+inputs after `ignore_changes`, then the provider's rule for the difference: terraform-provider-vsphere's
+for pulumi-vsphere (the upstream pulumi-vsphere v4.17.0 pins, commit 6e5d67e), our own provider's
+`diff` for the pyvmomi resources, each cited in tools/diff.py.
 """
 
 from __future__ import annotations
@@ -19,49 +17,19 @@ import builders
 import pytest
 from pyVmomi import vim
 
-import tools.mockrun as mockrun
 from components.vsphere import dynamic as d
 from components.vsphere.vms import FIRST_BOOT_INPUTS
-from tools.mockrun import placeholder_secrets, run_program
+from tools.diff import changes
+from tools.mockrun import Run, placeholder_secrets, run_program
 
 VM = "vsphere:index/virtualMachine:VirtualMachine"
 VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
 DYNAMIC = "pulumi-python:dynamic:Resource"
 VM_GROUP = "vsphere:index/computeClusterVmGroup:ComputeClusterVmGroup"
 
-# terraform-provider-vsphere, vsphere/resource_vsphere_virtual_machine.go,
-# resourceVSphereVirtualMachineCustomizeDiff: any changed key under clone.0 is ForceNew (but its
-# timeout and customize network interfaces).
-VM_REPLACES_ON = {"clone"}
-# Keys whose change powers the VM off for the reconfigure (reboot_required), in
-# vsphere/virtual_machine_config_structure.go: expandExtraConfig (extra_config_reboot_required
-# defaults to true), expandCPUCountConfig / expandMemorySizeConfig (without cpu/memory hot add,
-# which the program leaves off: every CPU or memory change; removing memory always), getWithRestart
-# for guest_id and firmware. force_power_off defaults to true, so a guest that does not shut down
-# is powered off.
-VM_REBOOTS_ON = {"extraConfig", "numCpus", "memory", "guestId", "firmware"}
-PROVIDERS = {p.kind: p for p in (d._ADVANCED_OPTION, d._FIREWALL_RULESET, d._GRAPHICS_TYPE, d._MODULE_OPTIONS,
-                                 d._VGPU_PROFILE)}
-
-
-class _OptionsMonitor(mockrun.RecordingMonitor):
-    """The recording monitor, keeping also the options the engine acts on."""
-
-    options: dict[str, dict[str, Any]] = {}
-
-    def RegisterResource(self, request):  # noqa: N802 - the monitor's gRPC method name
-        response = super().RegisterResource(request)
-        _OptionsMonitor.options[request.name] = {
-            "ignoreChanges": list(request.ignoreChanges),
-            "protect": request.protect,
-            "deleteBeforeReplace": request.deleteBeforeReplace,
-            "aliases": list(request.aliases) + list(request.aliasURNs),
-        }
-        return response
-
-
 @dataclass
 class Planned:
+    run: Run
     inputs: dict[str, dict[str, Any]]
     """name -> inputs, secrets unwrapped."""
     types: dict[str, str]
@@ -70,47 +38,34 @@ class Planned:
 
 
 @pytest.fixture
-def plan(monkeypatch: pytest.MonkeyPatch):
-    """plan(config, secrets=None): run the program under mocks, with resource options recorded."""
-    monkeypatch.setattr(mockrun, "RecordingMonitor", _OptionsMonitor)
+def plan():
+    """plan(config, secrets=None): the program under mocks, with the resource options it registers."""
 
     def planned(config: dict, secrets: dict | None = None) -> Planned:
-        _OptionsMonitor.options = {}
         run = run_program(config, secrets=secrets)
-        return Planned({r.name: r.plain() for r in run.resources}, {r.name: r.type for r in run.resources},
-                       dict(_OptionsMonitor.options), run.outputs)
+        options = {r.name: {"ignoreChanges": list(r.ignore_changes), "protect": r.protect,
+                            "deleteBeforeReplace": bool(r.delete_before_replace), "aliases": list(r.aliases)}
+                   for r in run.resources}
+        return Planned(run, {r.name: r.plain() for r in run.resources}, {r.name: r.type for r in run.resources},
+                       options, run.outputs)
 
     return planned
 
 
 def engine_steps(base: Planned, new: Planned, types: tuple[str, ...] = ("vsphere:", DYNAMIC)) -> dict[str, str]:
-    """What the engine would do to each resource of the given types that is not left as it is:
-    create, delete, update (keys), reboot (keys), replace (keys)."""
+    """What the engine would do to each resource of the given types that is not left as it is, as
+    tools.diff tells it from the providers' rules (pulumi-vsphere's ForceNew inputs and reboot list,
+    our pyvmomi providers' own diff): create, delete, update (keys), reboot (keys), replace (keys)."""
     steps = {}
-    for name in sorted(set(base.inputs) | set(new.inputs)):
-        kind = new.types.get(name) or base.types[name]
-        if not kind.startswith(types):
+    for change in changes(base.run, new.run):
+        if not change["type"].startswith(types) or change["name"] == "lab-identity":
             continue
-        if name not in base.inputs:
-            steps[name] = "create"
-            continue
-        if name not in new.inputs:
-            steps[name] = "delete"
-            continue
-        ignored = set(new.options[name]["ignoreChanges"])
-        old, now = base.inputs[name], new.inputs[name]
-        keys = sorted(k for k in set(old) | set(now) if k not in ignored and old.get(k) != now.get(k))
-        if not keys:
-            continue
-        if kind == DYNAMIC:  # our own provider's diff, as the engine calls it
-            diff = PROVIDERS[now["kind"]].diff(f"{name}-id", old, now)
-            effect = "replace" if diff.replaces else "update" if diff.changes else ""
-        elif kind == VM:
-            effect = "replace" if VM_REPLACES_ON & set(keys) else "reboot" if VM_REBOOTS_ON & set(keys) else "update"
+        op, keys = change["op"], ",".join(change["keys"])
+        if op in ("create", "delete"):
+            steps[change["name"]] = op
         else:
-            effect = "update"  # the other vSphere inputs the program sets are not ForceNew (cited per test)
-        if effect:
-            steps[name] = f"{effect} {','.join(keys)}"
+            effect = "reboot" if op == "update" and "reboot" in change["effects"] else op
+            steps[change["name"]] = f"{effect} {keys}"
     return steps
 
 
@@ -245,8 +200,9 @@ def test_change_the_template(plan):
 def test_change_the_vgpu_profile(plan):
     base = plan(builders.lab_stack())
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.vgpuProfile", "grid_v100-32c"))
-    # An update of each worker's VmVgpuProfile; the provider rolls them (test_vgpu_roll.py).
-    assert engine_steps(base, new) == {f"vms-{w}-vgpu": "update profile" for w in builders.WORKERS}
+    # An update of each worker's VmVgpuProfile, each powering its VM off and on (the vGPU device
+    # changes only on a powered-off VM); the provider rolls them one at a time (test_vgpu_roll.py).
+    assert engine_steps(base, new) == {f"vms-{w}-vgpu": "reboot profile" for w in builders.WORKERS}
 
 
 def test_change_vm_sizing(plan):
@@ -274,7 +230,7 @@ def test_rotate_the_vcenter_password(plan):
     # pulumi-vsphere marks on none (provider/resources.go, Config). The pyvmomi resources carry it:
     # an update each, which reads vSphere and writes nothing (test_password_rotation_writes_nothing).
     steps = engine_steps(base, new)
-    pyvmomi = [n for n, k in new.types.items() if k == DYNAMIC]
+    pyvmomi = [n for n, k in new.types.items() if k == DYNAMIC and n != "lab-identity"]
     assert steps == {n: "update password" for n in pyvmomi}
     assert len(pyvmomi) == 4 * 4 + 4  # four settings per worker host, a vGPU per worker
 
