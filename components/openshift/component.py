@@ -148,6 +148,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
             port=helper.port,
             user=helper.user,
             private_key=pulumi.Output.secret(private_key),
+            host_key=helper.host_key,
             dial_error_limit=DIAL_ERROR_LIMIT,
             per_dial_timeout=PER_DIAL_TIMEOUT_S,
         )

@@ -7,6 +7,12 @@ command, so a configuration change replaces the Command; delete-before-replace m
 apply the new settings and then revert the shared ones). Input changes that leave the scripts
 alone (a rotated password, a new timeout) re-run the idempotent apply script.
 
+With a pinned `hostKey`, a local Command (`<switch>-host-key`, components/ssh/host_key.py) first
+checks that the switch presents that key, and the switch's Command waits for it: a mismatch
+stops the update before the password is sent, naming the switch and both keys' fingerprints.
+It runs again whenever the scripts change (same trigger) or its own text does (address, port,
+key). pulumi-command then verifies the key itself on every connection.
+
 The password stays a secret Output; the Command logs nothing and its stdout/stderr are secret
 outputs. An unreachable switch fails after connectAttempts x connectTimeoutSeconds, with the
 error attached to `<switch>-config`; on Cumulus the script itself names the switch on failure.
@@ -18,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi_command import remote
+from pulumi_command import local, remote
 
 from components.facts import HostRoce
+from components.ssh.host_key import render_host_key_check
 from components.switch.config import SwitchConfig
 from components.switch.files import config_digest, render_apply, render_revert
 
@@ -85,6 +92,16 @@ class SpectrumSwitch(pulumi.ComponentResource):
         sw = args.switch
         super().__init__(TYPE, name, intent_properties(sw, args.hosts), opts)
         digest = config_digest(sw)
+        checked: list[pulumi.Resource] = []
+        if sw.host_key is not None:
+            checked.append(local.Command(
+                f"{name}-host-key",
+                create=render_host_key_check(str(sw.management_address), sw.ssh_port, sw.host_key,
+                                             setting=f"the hostKey of switch {sw.name}",
+                                             attempts=sw.connect_attempts, timeout_seconds=sw.connect_timeout_seconds),
+                triggers=[digest],
+                opts=pulumi.ResourceOptions(parent=self),
+            ))
         self.command = remote.Command(
             f"{name}-config",
             connection=connection_args(sw, args.password),
@@ -95,6 +112,7 @@ class SpectrumSwitch(pulumi.ComponentResource):
             add_previous_output_in_env=False,
             opts=pulumi.ResourceOptions(
                 parent=self,
+                depends_on=checked,
                 delete_before_replace=True,
                 additional_secret_outputs=["stdout", "stderr"],
             ),

@@ -15,6 +15,7 @@ import pytest
 
 import tools.mockrun as mockrun
 from components.config import load_lab
+from components.ssh.host_key import render_host_key_check
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.switch.files import config_digest, render_apply, render_revert
 from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program, run_under_mocks
@@ -102,8 +103,8 @@ def test_component_registers_the_contracts_intent(lab_switch_run):
 
 def test_command_applies_on_create_reverts_on_delete_and_fails_fast(lab_switch_run):
     sw = lab_of(builders.lab_stack()).switches[0]
-    (command,) = lab_switch_run.children_of("sw01")
-    assert (command.type, command.name) == (COMMAND, "sw01-config")
+    (command,) = [r for r in lab_switch_run.children_of("sw01") if r.type == COMMAND]
+    assert command.name == "sw01-config"
     cmd = command.plain()
     assert cmd["create"] == render_apply(sw)
     assert cmd["delete"] == render_revert(sw)
@@ -112,6 +113,7 @@ def test_command_applies_on_create_reverts_on_delete_and_fails_fast(lab_switch_r
     conn = cmd["connection"]
     assert (conn["host"], conn["user"], conn["port"]) == ("172.16.31.2", "admin", 22)
     assert (conn["dialErrorLimit"], conn["perDialTimeout"]) == (2, 10)
+    assert conn["hostKey"] == builders.SWITCH_HOST_KEY
     assert cmd["logging"] == "none" and cmd["addPreviousOutputInEnv"] is False
 
 
@@ -177,6 +179,13 @@ def test_triggers_change_exactly_when_the_rendered_config_changes(base_run, edit
     assert {name for name in before if before[name] != after[name]} == changed
 
 
+def test_without_a_pinned_key_there_is_no_check():
+    config = two_switch_config()
+    del config["gpu-lab:switches"][0]["hostKey"]
+    run = run_switches(config)
+    assert [r.name for r in run.of_type("command:local:Command")] == ["sw02-host-key"]
+
+
 def test_a_new_password_keeps_the_trigger(base_run):
     rotated = run_switches(two_switch_config(), {"sw01": "rotated-1", "sw02": "rotated-2"})
     assert _triggers(rotated) == _triggers(base_run)
@@ -185,11 +194,18 @@ def test_a_new_password_keeps_the_trigger(base_run):
 # ---------------------------------------------------------------- the whole program
 
 
-def test_lab_program_has_one_switch_component_with_one_command():
+def test_lab_program_has_one_switch_component_with_its_host_key_check_and_one_command(requests):
     run = mockrun.run_program(builders.lab_stack())
     (component,) = run.of_type(SWITCH)
     assert component.name == "sw01"
-    assert [(r.type, r.name) for r in run.children_of("sw01")] == [(COMMAND, "sw01-config")]
+    assert [(r.type, r.name) for r in run.children_of("sw01")] == [
+        ("command:local:Command", "sw01-host-key"), (COMMAND, "sw01-config")]
+    check = run.named("sw01-host-key").plain()
+    assert check["create"] == render_host_key_check("172.16.31.2", 22, builders.SWITCH_HOST_KEY,
+                                                    setting="the hostKey of switch sw01", attempts=2,
+                                                    timeout_seconds=10)
+    assert check["triggers"] == run.named("sw01-config").plain()["triggers"]
+    assert list(requests["sw01-config"].dependencies) == [run.named("sw01-host-key").urn]
     for resource in (component, *run.children_of("sw01")):  # the placeholder password stays wrapped
         assert mockrun.PLACEHOLDER not in json.dumps(resource.redacted(), default=str), resource.name
 
