@@ -156,6 +156,7 @@ def test_render_files_writes_the_layout_with_secrets_redacted(stack):
         "openshift/install-config.yaml", "openshift/dnsmasq.conf", "openshift/hosts.dnsmasq",
         "openshift/haproxy.cfg", "openshift/pxe/pxelinux.cfg/default", "openshift/pxe/grub.cfg",
         "openshift/ignition/bootstrap.ign", "openshift/ignition/master.ign", "openshift/ignition/worker.ign",
+        "openshift/httpd/gpu-lab-ignition.conf",
     }
     assert set(files) == expected
     doc = yaml.safe_load(files["openshift/install-config.yaml"])
@@ -648,3 +649,22 @@ def test_helper_steps_use_sudo_for_a_non_root_user(helper_root):
     assert (tmp_path / "sudo-calls").read_text().splitlines() == [
         f"-n install -D -m 0644 {staging}/{name} {paths['httpRoot']}/{name}"
         for name in ("bootstrap.ign", "master.ign", "worker.ign")]
+
+
+def test_the_ignition_access_rule_lists_each_roles_addresses_from_the_plan():
+    plan = lab_of("lab").plan.cluster
+    rule = render_files(plan)["openshift/httpd/gpu-lab-ignition.conf"]
+    assert '<Directory "/var/www/html">' in rule  # openshift.helper.paths.httpRoot
+    for role, name in (("bootstrap", "bootstrap.ign"), ("control-plane", "master.ign"), ("worker", "worker.ign")):
+        addresses = " ".join(n.planned_address for n in plan.of_role(role))
+        assert f'    <Files "{name}">\n        # {" ".join(n.name for n in plan.of_role(role))}\n' \
+               f"        Require ip {addresses}\n    </Files>\n" in rule
+
+
+def test_a_node_added_on_day_2_gets_its_roles_file_in_the_access_rule():
+    before = render_files(lab_of("baremetal").plan.cluster)
+    raw = sections("baremetal")
+    raw["openshift"]["nodes"].append({"name": "dgx-2", "role": "worker", "address": "10.33.3.47"})
+    after = render_files(load_lab(raw).plan.cluster)
+    assert before["openshift/httpd/gpu-lab-ignition.conf"] != after["openshift/httpd/gpu-lab-ignition.conf"]
+    assert "Require ip 10.33.3.44 10.33.3.46 10.33.3.47\n" in after["openshift/httpd/gpu-lab-ignition.conf"]
