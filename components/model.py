@@ -17,6 +17,7 @@ import base64
 import binascii
 import difflib
 import ipaddress
+import json
 import re
 import struct
 from collections import Counter
@@ -335,3 +336,24 @@ def ssh_public_key_parts(line: str) -> tuple[str, str]:
     """(type, base64 blob) of a valid SshPublicKey line."""
     words = line.split()
     return words[0], words[1]
+
+
+# ---------------------------------------------------------------- registry credentials
+
+
+def dockerconfigjson_problems(value: str, path: str, source: str) -> list[Problem]:
+    """A docker config.json as the consumers of our pull secrets read it: JSON with a non-empty
+    "auths" object of registry -> entry object. The API server refuses a kubernetes.io/dockerconfigjson
+    Secret whose .dockerconfigjson is not JSON (kubernetes pkg/apis/core/validation, ValidateSecret);
+    the kubelet reads each entry as an object (pkg/credentialprovider/config.go, DockerConfigJSON);
+    openshift-install wants the "auths" object (pkg/validate/validate.go, ImagePullSecret).
+    ``source`` says where the user gets a valid one. Messages never quote the value: it is a secret."""
+    try:
+        doc = json.loads(value)
+    except json.JSONDecodeError as err:
+        return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give {source} as it is")]
+    auths = doc.get("auths") if isinstance(doc, dict) else None
+    if not isinstance(auths, dict) or not auths:
+        return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
+    return [Problem(path, f"registry {registry!r} needs an object of credentials, like {{\"auth\": \"<base64>\"}}")
+            for registry, entry in auths.items() if not isinstance(entry, dict)]

@@ -30,6 +30,7 @@ from components.model import (
     Model,
     Problem,
     SshPublicKey,
+    dockerconfigjson_problems,
     duplicates,
     matches,
     ssh_key_line_problem,
@@ -580,17 +581,11 @@ def pull_secret_problems(value: str, path: str = "gpu-lab:pullSecret") -> list[P
     """openshift-install's pull secret rule (pkg/validate/validate.go, ImagePullSecret): JSON with a
     non-empty "auths" object whose every registry has "auth" or "credsStore". Messages never
     quote the value: it is a secret, and openshift-install would print it whole."""
-    try:
-        doc = json.loads(value)
-    except json.JSONDecodeError as err:
-        return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give the pull secret file "
-                              "from console.redhat.com as it is")]
-    auths = doc.get("auths") if isinstance(doc, dict) else None
-    if not isinstance(auths, dict) or not auths:
-        return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
+    problems = dockerconfigjson_problems(value, path, "the pull secret file from console.redhat.com")
+    if problems:
+        return problems
     return [Problem(path, f'registry {registry!r} needs "auth" or "credsStore"')
-            for registry, entry in auths.items()
-            if not isinstance(entry, dict) or not ({"auth", "credsStore"} & set(entry))]
+            for registry, entry in json.loads(value)["auths"].items() if not ({"auth", "credsStore"} & set(entry))]
 
 
 def ssh_key_problems(value: str, path: str = "gpu-lab:sshPublicKey") -> list[Problem]:

@@ -205,3 +205,19 @@ def test_program_refuses_a_credential_the_engine_did_not_mark_secret():
     message = run_with(config, secrets=secrets)
     assert "vsphere:password: is in plain text" in message and "hunter2" not in message
     assert "pulumi config set --secret vsphere:password <value>" in message
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("dXNlcjpwYXNzd29yZA==", "gpu-lab:registryAuth: is not JSON"),
+    ('{"auths": {}}', 'gpu-lab:registryAuth: needs a non-empty "auths" object'),
+])
+def test_program_refuses_a_registry_auth_that_is_not_dockerconfigjson(value, fragment):
+    """Before the API server would (it refuses a .dockerconfigjson that is not JSON), and without its value."""
+    from tools.stackfile import offline_secrets
+
+    config = builders.lab_stack()
+    secrets = offline_secrets(config)
+    secrets["gpu-lab:registryAuth"] = value
+    message = run_with(config, secrets=secrets)
+    assert fragment in message and value not in message
+    assert message.startswith("1 problem(s) in the lab secrets (values not shown)")
