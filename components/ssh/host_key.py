@@ -5,9 +5,18 @@ provider/pkg/provider/remote/connection.go, SSHConfig), but a mismatch reads onl
 "ssh: handshake failed: ssh: host key mismatch", after every dial attempt. This check runs first
 (a local Command the host's Commands and copies depend on) and says which host, which key it
 presents and which key is pinned, by fingerprint, before anything is sent to it.
+
+The script goes to `sh -s` on stdin: pulumi-command quotes a failed Command's `create` text
+whole in its error (provider/pkg/provider/local/commandOutputs.go, run), which would bury the
+message under the script three times over.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+from pulumi_command import local
 
 from components import shell_templates
 from components.model import ssh_key_line_problem, ssh_public_key_parts
@@ -45,3 +54,25 @@ def render_host_key_check(host: str, port: int, pinned_key: str, *, setting: str
         "CONNECT_ATTEMPTS": attempts,
         "CONNECT_TIMEOUT": timeout_seconds,
     }, comments=[f"the SSH host key of {host}:{port} must be the one {setting} pins"])
+
+
+RUN_STDIN = "/bin/sh -s"
+"""The `create` of a Command whose script comes on stdin."""
+
+
+def host_key_check(name: str, host: str, port: int, pinned_key: str, *, setting: str, attempts: int,
+                   timeout_seconds: int, triggers: Sequence[pulumi.Input[str]] = (),
+                   opts: pulumi.ResourceOptions | None = None) -> local.Command:
+    """The pre-flight as a local Command; make every Command and copy that reaches the host depend on it.
+
+    It runs when created and again whenever its script (host, port, key) changes; `triggers`
+    (e.g. the hash of what is about to be sent) make it run again, by replacement, when they change.
+    """
+    return local.Command(
+        name,
+        create=RUN_STDIN,
+        stdin=render_host_key_check(host, port, pinned_key, setting=setting, attempts=attempts,
+                                    timeout_seconds=timeout_seconds),
+        triggers=list(triggers),
+        opts=opts,
+    )

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi_command import local, remote
+from pulumi_command import remote
 
 from components.facts import HostRoce
-from components.ssh.host_key import render_host_key_check
+from components.ssh.host_key import host_key_check
 from components.switch.config import SwitchConfig
 from components.switch.files import config_digest, render_apply, render_revert
 
@@ -94,14 +94,11 @@ class SpectrumSwitch(pulumi.ComponentResource):
         digest = config_digest(sw)
         checked: list[pulumi.Resource] = []
         if sw.host_key is not None:
-            checked.append(local.Command(
-                f"{name}-host-key",
-                create=render_host_key_check(str(sw.management_address), sw.ssh_port, sw.host_key,
-                                             setting=f"the hostKey of switch {sw.name}",
-                                             attempts=sw.connect_attempts, timeout_seconds=sw.connect_timeout_seconds),
-                triggers=[digest],
-                opts=pulumi.ResourceOptions(parent=self),
-            ))
+            checked.append(host_key_check(
+                f"{name}-host-key", str(sw.management_address), sw.ssh_port, sw.host_key,
+                setting=f"the hostKey of switch {sw.name}", attempts=sw.connect_attempts,
+                timeout_seconds=sw.connect_timeout_seconds, triggers=[digest],
+                opts=pulumi.ResourceOptions(parent=self)))
         self.command = remote.Command(
             f"{name}-config",
             connection=connection_args(sw, args.password),

@@ -13,7 +13,7 @@ import pytest
 import sshd_server
 from sshd_server import free_port, running_sshd
 
-from components.ssh.host_key import render_host_key_check
+from components.ssh.host_key import RUN_STDIN, render_host_key_check
 
 SETTING = "openshift.helper.hostKey"
 
@@ -45,9 +45,10 @@ def fingerprint(public_key_file: Path) -> str:
 
 
 def run_check(port: int, pinned: str, **kwargs) -> subprocess.CompletedProcess:
+    """The check as host_key_check's local Command runs it: pulumi-command runs `create` with
+    /bin/sh -c (provider/pkg/provider/local/commandOutputs.go) and writes `stdin` to it."""
     script = render_host_key_check("127.0.0.1", port, pinned, setting=SETTING, **kwargs)
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(["/bin/sh", "-c", RUN_STDIN], input=script, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("key_type", ["ed25519", "rsa"])

@@ -201,9 +201,10 @@ def test_lab_program_has_one_switch_component_with_its_host_key_check_and_one_co
     assert [(r.type, r.name) for r in run.children_of("sw01")] == [
         ("command:local:Command", "sw01-host-key"), (COMMAND, "sw01-config")]
     check = run.named("sw01-host-key").plain()
-    assert check["create"] == render_host_key_check("172.16.31.2", 22, builders.SWITCH_HOST_KEY,
-                                                    setting="the hostKey of switch sw01", attempts=2,
-                                                    timeout_seconds=10)
+    assert check["create"] == "/bin/sh -s"
+    assert check["stdin"] == render_host_key_check("172.16.31.2", 22, builders.SWITCH_HOST_KEY,
+                                                   setting="the hostKey of switch sw01", attempts=2,
+                                                   timeout_seconds=10)
     assert check["triggers"] == run.named("sw01-config").plain()["triggers"]
     assert list(requests["sw01-config"].dependencies) == [run.named("sw01-host-key").urn]
     for resource in (component, *run.children_of("sw01")):  # the placeholder password stays wrapped
