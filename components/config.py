@@ -30,7 +30,7 @@ from typing import Any
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
 
-from components.addons.config import AddonsConfig
+from components.addons.config import AddonsConfig, registry_auth_problems
 from components.addons.config import check as check_addons
 from components.addons.config import required_secrets as addons_required_secrets
 from components.facts import PlannedHost, PlannedVm
@@ -106,9 +106,12 @@ class LabConfig(Model):
 
     def secret_format_rules(self) -> dict[str, SecretRule]:
         """gpu-lab secret key -> the consumer's own format check, for the secrets it parses."""
-        if self.openshift is None:
-            return {}
-        return {"pullSecret": pull_secret_problems, "sshPublicKey": ssh_key_problems}
+        rules: dict[str, SecretRule] = {}
+        if self.openshift is not None:
+            rules.update(pullSecret=pull_secret_problems, sshPublicKey=ssh_key_problems)
+        if "registry_auth" in dict(self.required_secrets()):
+            rules["registryAuth"] = registry_auth_problems
+        return rules
 
 
 # Each section's rules: its own section plus what it reads of the others from the lab plan.

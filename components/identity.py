@@ -26,7 +26,6 @@ from typing import Any
 
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
-
 from pydantic import ValidationError
 
 from components.config import LabConfig
@@ -80,9 +79,9 @@ def identity_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[st
     before, after = old.get("bareMetal") or {}, new.get("bareMetal") or {}
     for name in sorted(set(before) & set(after)):
         if before[name] != after[name]:
-            problems.append(f"openshift.nodes: {name}: address {before[name]} -> {after[name]}: a running node keeps its "
-                            f"address; set it back, or remove the node in one `pulumi up` (it is drained) and add it "
-                            "with its new address in the next")
+            problems.append(f"openshift.nodes: {name}: address {before[name]} -> {after[name]}: a running node keeps "
+                            "its address; set it back, or remove the node in one `pulumi up` (it is drained) and add "
+                            "it with its new address in the next")
     return problems
 
 

@@ -13,9 +13,13 @@ Both passes report key paths in the YAML's own spelling, e.g. ``vsphere.workerHo
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import ipaddress
+import json
 import re
+import struct
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -267,3 +271,89 @@ def duplicates(values: Iterable[object]) -> list[object]:
         if n > 1 and value is not None:
             seen.append(value)
     return seen
+
+
+# ---------------------------------------------------------------- OpenSSH public keys
+
+# Key algorithms golang.org/x/crypto/ssh parses (ssh.ParseAuthorizedKey), which both consumers of
+# our public keys use: openshift-install for sshKey (openshift/installer pkg/validate/validate.go,
+# SSHPublicKey) and pulumi-command for connection.hostKey (provider/pkg/provider/remote/connection.go,
+# SSHConfig).
+SSH_KEY_TYPES = frozenset({
+    "ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+})
+
+
+def ssh_key_line_problem(line: str) -> str | None:
+    """Why an authorized_keys line is not a public key golang.org/x/crypto/ssh parses, or None.
+
+    "[options] <type> <base64 blob> [comment]": the blob must be base64 and name the same type.
+    """
+    words = line.split()
+    # An options field may come first (authorized_keys format); the key type follows it.
+    start = next((i for i, w in enumerate(words) if w in SSH_KEY_TYPES), None)
+    if start is None:
+        return f"no key type of {', '.join(sorted(SSH_KEY_TYPES))}"
+    if start + 1 >= len(words):
+        return f"{words[start]} without its key data"
+    try:
+        blob = base64.b64decode(words[start + 1], validate=True)
+    except (binascii.Error, ValueError):
+        return f"the {words[start]} key data is not base64"
+    if len(blob) < 4:
+        return "the key data is truncated"
+    (length,) = struct.unpack(">I", blob[:4])
+    if blob[4:4 + length].decode("ascii", "replace") != words[start]:
+        return f"the key data is not a {words[start]} key"
+    return None
+
+
+def _check_ssh_public_key(value: str) -> str:
+    text = value.strip()
+    example = "give the key line as `ssh-keyscan -t ed25519 <address>` prints it, without the address: " \
+              "'ssh-ed25519 AAAA...'"
+    if not text:
+        raise ValueError(f"is empty; {example}")
+    if "PRIVATE KEY" in text:  # never echoed
+        raise ValueError(f"is a private key; a host key is the host's public key: {example}")
+    if "\n" in text:
+        raise ValueError(f"is {len(text.splitlines())} lines, not one key line; {example}")
+    problem = ssh_key_line_problem(text)
+    if problem is None and text.split()[0] not in SSH_KEY_TYPES:
+        problem = f"it starts with {text.split()[0]!r}, not the key type"
+    if problem is not None:
+        raise ValueError(f"{echo(value)} is not an OpenSSH public key ({problem}); {example}")
+    return text
+
+
+SshPublicKey = Annotated[str, AfterValidator(_check_ssh_public_key)]
+"""One OpenSSH public key line, "<type> <base64 blob> [comment]", as in a .pub file or after the
+address in `ssh-keyscan` output; used to pin a host's SSH key."""
+
+
+def ssh_public_key_parts(line: str) -> tuple[str, str]:
+    """(type, base64 blob) of a valid SshPublicKey line."""
+    words = line.split()
+    return words[0], words[1]
+
+
+# ---------------------------------------------------------------- registry credentials
+
+
+def dockerconfigjson_problems(value: str, path: str, source: str) -> list[Problem]:
+    """A docker config.json as the consumers of our pull secrets read it: JSON with a non-empty
+    "auths" object of registry -> entry object. The API server refuses a kubernetes.io/dockerconfigjson
+    Secret whose .dockerconfigjson is not JSON (kubernetes pkg/apis/core/validation, ValidateSecret);
+    the kubelet reads each entry as an object (pkg/credentialprovider/config.go, DockerConfigJSON);
+    openshift-install wants the "auths" object (pkg/validate/validate.go, ImagePullSecret).
+    ``source`` says where the user gets a valid one. Messages never quote the value: it is a secret."""
+    try:
+        doc = json.loads(value)
+    except json.JSONDecodeError as err:
+        return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give {source} as it is")]
+    auths = doc.get("auths") if isinstance(doc, dict) else None
+    if not isinstance(auths, dict) or not auths:
+        return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
+    return [Problem(path, f"registry {registry!r} needs an object of credentials, like {{\"auth\": \"<base64>\"}}")
+            for registry, entry in auths.items() if not isinstance(entry, dict)]

@@ -2,7 +2,9 @@
 # Install what tests/openshift needs: HAProxy (haproxy -c and a live proxy on loopback),
 # dnsmasq (a live resolver on a loopback port), ignition-validate (Debian's `ignition`),
 # grub-script-check (grub-common), dig (bind9-dnsutils, for people debugging), openssl (the
-# TLS health-check targets and the CSR script), and dnspython in the project venv.
+# TLS health-check targets and the CSR script), apache2 (apache2-bin: the server and its modules
+# without the apache2 package's service, which would listen on port 80; the ignition access
+# rule's test starts its own on loopback), and dnspython in the project venv.
 # Debian packages only; the tests start the daemons they need on loopback themselves.
 # Idempotent: nothing is installed when every tool is already there. Installing needs root or
 # sudo (apt-get); without apt-get it names the packages and stops.
@@ -20,6 +22,7 @@ declare -A PACKAGES=(
     [grub-script-check]=grub-common
     [dig]=bind9-dnsutils
     [openssl]=openssl
+    [apache2]=apache2-bin
 )
 
 missing=()
@@ -43,10 +46,11 @@ if ((${#missing[@]})); then
     fi
     echo "install-openshift-test-tools: installing ${missing[*]}${SUDO:+ with sudo (root needed)}"
     $SUDO apt-get update -q
-    # dnsmasq-base has no service; haproxy's packaged config has no listener
+    # dnsmasq-base and apache2-bin have no service; haproxy's packaged config has no listener
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
-    echo "install-openshift-test-tools: haproxy, dnsmasq, ignition-validate, grub-script-check, dig, openssl present"
+    echo "install-openshift-test-tools: haproxy, dnsmasq, ignition-validate, grub-script-check, dig, openssl," \
+         "apache2 present"
 fi
 
 if ! "$PYTHON" -c "import dns.resolver" 2>/dev/null; then

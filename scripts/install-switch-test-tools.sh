@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# OpenSSH's server and client for the switch end-to-end test (tests/switch/test_switch_ssh.py
-# starts its own sshd on a 127.0.0.1 port; the system service is not started or enabled here).
+# OpenSSH's server and client for the tests that talk SSH (tests/sshd_server.py starts its own
+# sshd on a 127.0.0.1 port for the switch end-to-end and host-key tests; the system service is
+# not started or enabled here).
 # Checks for the tools themselves; installs what is missing with apt-get, which needs root or
 # sudo; without apt-get it names the packages and stops. Idempotent.
 set -euo pipefail
 
-declare -A PACKAGES=([sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client)
+declare -A PACKAGES=([sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client
+                     [ssh-keyscan]=openssh-client)
 
 missing=()
 for tool in "${!PACKAGES[@]}"; do
@@ -15,7 +17,7 @@ for tool in "${!PACKAGES[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-    echo "install-switch-test-tools: sshd, ssh and ssh-keygen present"
+    echo "install-switch-test-tools: sshd, ssh, ssh-keygen and ssh-keyscan present"
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then

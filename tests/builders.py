@@ -7,7 +7,8 @@ its input here, so editing the real lab breaks no test but the smoke test of tha
 Two shapes, each a fresh deep copy per call (tests edit them):
 
 - `lab_stack()`: vSphere with a RoCE fabric, one Spectrum switch, OpenShift UPI on the VMs and the
-  Kubernetes add-ons (the shape of the NVIDIA RDG lab);
+  Kubernetes add-ons (the shape of the NVIDIA RDG lab), the switch's and the helper's SSH host
+  keys pinned;
 - `baremetal_stack()`: OpenShift UPI alone on bare-metal nodes booting through PXE (no vSphere).
 
 Names are short and made up (`esx01`, `w01`, `sw01`); tests take them from the constants below.
@@ -37,6 +38,9 @@ SWITCH = "sw01"
 VGPU_PROFILE = "grid_v100-16c"
 LAB_CLUSTER_NAME = "kub1"
 LAB_DOMAIN = "lab.local"
+# Pinned SSH host keys (public keys made for the tests; no machine has them).
+HELPER_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK79ltZWuhTxHMYmk8DO9uHbHb9l47NO9mQ/Sl6x0ZK3"
+SWITCH_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMBR2rOnDgTRZ8PVUYsr5EvHWCSvivPSCbkTsbdLspmN"
 
 _LAB: dict[str, Any] = {
     "vsphere:vsphereServer": "vc1.lab.local",
@@ -80,6 +84,7 @@ _LAB: dict[str, Any] = {
         "os": "onyx",
         "managementAddress": "172.16.31.2",
         "user": "admin",
+        "hostKey": SWITCH_HOST_KEY,
         "connectTimeoutSeconds": 10,
         "ports": {"hosts": ["1/1", "1/2", "1/3", "1/4"]},
         "roce": {"trafficClass": 3, "ecnMinKb": 150, "ecnMaxKb": 1500, "pfcMode": "lossless",
@@ -90,7 +95,7 @@ _LAB: dict[str, Any] = {
         "baseDomain": LAB_DOMAIN,
         "platform": "none",
         "networks": {"machineNetwork": ["172.16.7.0/24"]},
-        "helper": {"address": "172.16.7.5", "user": "root"},
+        "helper": {"address": "172.16.7.5", "user": "root", "hostKey": HELPER_HOST_KEY},
         "bootstrap": True,
         "approveCsrs": True,
     },

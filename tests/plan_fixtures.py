@@ -14,7 +14,7 @@ The other stacks are `lab()` with a few deliberate mistakes each; tests hold the
 | `broken_fabric` | LACP on, MTU 1500 on the vDS and one vmk, two NICs from one host, a host without `Net.PVRDMAVmknic`, a disabled pvrdma ruleset | 6 mandatory |
 | `broken_vms` | old hardware on a PVRDMA VM, a vGPU VM not reserved, a small worker, a 2-vCPU control plane, two NICs on one network, a PVRDMA NIC on a standard network | 5 mandatory, 2 advisory |
 | `broken_openshift` | 2 control-plane nodes, no 22623, bootstrap in the API pool after install, ECN 1500/150, switch PFC priority 4 vs hosts 3 | 4 mandatory, 1 advisory |
-| `broken_workloads` | RDMA worker privileged without IPC_LOCK, GPU request without limit, plain Secret data, plain switch and vCenter passwords, no dial timeout | 6 mandatory, 1 advisory |
+| `broken_workloads` | RDMA worker privileged without IPC_LOCK, GPU request without limit, plain Secret data, plain switch and vCenter passwords, no dial timeout, no pinned host key | 6 mandatory, 2 advisory |
 | `preview_unknowns` | ids, names, thresholds and secrets unknown, as a first preview sees them | none |
 """
 
@@ -195,6 +195,7 @@ def broken_workloads() -> dict:
     command = find(s, SWITCH_COMMAND)
     del command["secretPaths"]  # the connection, password included, in plain text
     del command["properties"]["connection"]["perDialTimeout"]
+    del command["properties"]["connection"]["hostKey"]  # any host key accepted
     find(s, vgpu(W[0]))["secretPaths"] = []
     return s
 
@@ -211,7 +212,7 @@ def preview_unknowns() -> dict:
         vm(W[1]): ["networkInterfaces", "numCpus"],
         vm(CP[2]): ["disks[0].size"],
         SWITCH: ["ecnMinKb", "pfcPriority", "trust"],
-        SWITCH_COMMAND: ["connection.perDialTimeout", "connection.password"],
+        SWITCH_COMMAND: ["connection.perDialTimeout", "connection.password", "connection.hostKey"],
         OPENSHIFT: ["controlPlaneCount", "loadBalancer.backends.6443", "bootstrap"],
         RDMA_JOB: ["spec.mpiReplicaSpecs.Worker.template.spec.containers[0].securityContext"],
         GPU_JOB: ["spec.template.spec.containers[0].resources.limits"],

@@ -23,6 +23,7 @@ from components.openshift.files import (
     vcenter_credential_patches,
 )
 from components.roce.host import render_baremetal_script
+from components.ssh.host_key import render_host_key_check
 from components.switch.config import SwitchConfig
 from components.switch.files import render_apply, render_login_check, render_undo, undo_items
 
@@ -90,6 +91,9 @@ def rendered_scripts(awkward: bool = False) -> dict[str, str]:
         3, "dscp", 9000, lossless=True, interfaces=["enp5s0", "enp132s0"], switches=["sw1", "sw2"])
     scripts["hosts-baremetal-no-interfaces.sh"] = render_baremetal_script(
         4, "pcp", 9100, lossless=False, interfaces=[], switches=["sw1"])
+    scripts["check-host-key.sh"] = render_host_key_check(
+        "127.0.10.2", 2222, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO",
+        setting="openshift.helper.hostKey's \"$value\"" if awkward else "openshift.helper.hostKey")
     sw = SwitchConfig.model_validate(CUMULUS)
     # Cumulus scripts run under the switch user's bash; they carry no shebang of their own.
     scripts["cumulus-apply.bash"] = render_apply(sw)

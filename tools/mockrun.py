@@ -31,6 +31,7 @@ PLACEHOLDER = "<redacted>"
 # Secrets whose format the program checks get a placeholder of that format, still carrying PLACEHOLDER.
 FORMATTED_PLACEHOLDERS = {
     "gpu-lab:pullSecret": json.dumps({"auths": {"registry.invalid": {"auth": PLACEHOLDER}}}),
+    "gpu-lab:registryAuth": json.dumps({"auths": {"registry.invalid": {"auth": PLACEHOLDER}}}),
     # an ed25519 public key of 32 zero bytes
     "gpu-lab:sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA "
                             + PLACEHOLDER,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import re
 import sys
 from pathlib import Path
@@ -54,22 +55,79 @@ def kubernetes_manifest(inputs: dict[str, Any], type_token: str) -> dict[str, An
 
 
 REDACTED = "[secret]"
+DOCKER_CONFIG_KEY = ".dockerconfigjson"  # a kubernetes.io/dockerconfigjson Secret's one key
 
 
 def redact_per_key(value: Any, secret: bool = False, base64_leaves: bool = False) -> Any:
     """Inputs with each secret leaf redacted, keeping the structure (a Secret's keys stay visible).
 
-    A Secret's `data` values must be base64, so theirs are redacted as base64 of the marker.
+    A Secret's `data` values must be base64, so theirs are redacted as base64 of the marker; a
+    `.dockerconfigjson` value stays a docker config (redact_docker_config).
     """
     if is_secret_value(value):
         return redact_per_key(value["value"], True, base64_leaves)
     if isinstance(value, dict):
-        return {k: redact_per_key(v, secret, base64_leaves or k == "data") for k, v in value.items()}
+        return {k: _redact_docker_config_value(v, base64_leaves)
+                if k == DOCKER_CONFIG_KEY and _is_secret_text(v, secret)
+                else redact_per_key(v, secret, base64_leaves or k == "data") for k, v in value.items()}
     if isinstance(value, list):
         return [redact_per_key(v, secret, base64_leaves) for v in value]
     if not secret:
         return value
-    return base64.b64encode(REDACTED.encode()).decode() if base64_leaves else REDACTED
+    return _b64(REDACTED) if base64_leaves else REDACTED
+
+
+def redact_docker_config(text: str) -> str:
+    """A docker config.json with its credentials redacted per key, still one its consumers read.
+
+    The API server parses a .dockerconfigjson as JSON (kubernetes pkg/apis/core/validation,
+    ValidateSecret); the kubelet reads `auths` as registry -> entry and decodes an entry's `auth`
+    as base64("user:password") (pkg/credentialprovider/config.go, decodeDockerConfigFieldAuth). So
+    registries and keys stay, every value becomes the marker, and `auth` the base64 of
+    "marker:marker". What is not such a document says nothing of itself: an empty one.
+    """
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("auths"), dict):
+        return json.dumps({"auths": {}})
+    redacted: dict[str, Any] = {key: _markers(value) for key, value in doc.items() if key != "auths"}
+    redacted["auths"] = {
+        registry: {key: _b64(f"{REDACTED}:{REDACTED}") if key == "auth" else _markers(value)
+                   for key, value in entry.items()} if isinstance(entry, dict) else _markers(entry)
+        for registry, entry in doc["auths"].items()}
+    return json.dumps(redacted, sort_keys=True)
+
+
+def _is_secret_text(value: Any, secret: bool) -> bool:
+    if is_secret_value(value):
+        return _is_secret_text(value["value"], True)
+    return secret and isinstance(value, str)
+
+
+def _redact_docker_config_value(value: Any, base64_leaves: bool) -> str:
+    while is_secret_value(value):
+        value = value["value"]
+    if base64_leaves:
+        try:
+            return _b64(redact_docker_config(base64.b64decode(value, validate=True).decode()))
+        except (ValueError, UnicodeDecodeError):
+            return _b64(redact_docker_config(""))
+    return redact_docker_config(value)
+
+
+def _markers(value: Any) -> Any:
+    """Every leaf of a plain structure replaced by the marker; dicts and lists stay."""
+    if isinstance(value, dict):
+        return {k: _markers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_markers(v) for v in value]
+    return REDACTED
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 def kubernetes_files(run: Run) -> dict[str, str]:
@@ -90,9 +148,11 @@ def _safe(stem: str) -> str:
     return re.sub(r"[^a-z0-9.-]+", "-", stem.lower())
 
 
-def render(stack: str, out: Path, stack_file: Path | None = None) -> list[Path]:
+def render(stack: str, out: Path, stack_file: Path | None = None,
+           secrets: dict[str, Any] | None = None) -> list[Path]:
+    """Write every file of the stack under `out`; `secrets` replaces the offline placeholders (tests)."""
     config = load_stack_config(stack, stack_file)
-    run = run_program(config, stack=stack, secrets=offline_secrets(config))
+    run = run_program(config, stack=stack, secrets=offline_secrets(config) if secrets is None else secrets)
     written = [write_plan(run, out)]
     for rel, content in {**rendered_sections(config), **kubernetes_files(run)}.items():
         path = out / rel

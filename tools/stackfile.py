@@ -117,18 +117,23 @@ def offline_secrets(config: dict[str, Any]) -> dict[str, Any]:
     """A placeholder for every secret, in the form the program parses, so any stack runs offline.
 
     The Bitfusion client token is a base64 tar archive of the files the program unpacks; its
-    placeholder is such an archive (fixed timestamps, so plans stay byte-identical).
+    placeholder is such an archive (bitfusion_token_archive).
     """
     from components.addons.bitfusion import TOKEN_FILES
     from tools.mockrun import PLACEHOLDER, placeholder_secrets
 
     secrets = placeholder_secrets(config)
+    secrets["gpu-lab:bitfusionClientToken"] = bitfusion_token_archive(dict.fromkeys(TOKEN_FILES, f"{PLACEHOLDER}\n"))
+    return secrets
+
+
+def bitfusion_token_archive(files: dict[str, str]) -> str:
+    """`base64 -w0` of a tar archive of these files (fixed timestamps, so plans stay byte-identical)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name in TOKEN_FILES:
-            content = f"{PLACEHOLDER}\n".encode()
+        for name, text in files.items():
+            content = text.encode()
             info = tarfile.TarInfo(name)
             info.size, info.mtime, info.mode = len(content), 0, 0o600
             tar.addfile(info, io.BytesIO(content))
-    secrets["gpu-lab:bitfusionClientToken"] = base64.b64encode(buffer.getvalue()).decode()
-    return secrets
+    return base64.b64encode(buffer.getvalue()).decode()

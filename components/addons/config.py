@@ -16,7 +16,7 @@ from pydantic import Field
 
 from components.addons import versions
 from components.facts import VsphereFacts
-from components.model import Cidr, HostName, IPv4, Model, Problem, Vlan, duplicates
+from components.model import Cidr, HostName, IPv4, Model, Problem, Vlan, dockerconfigjson_problems, duplicates
 from labrules.kubernetes import GPU_RESOURCE
 
 MIN_NODES = 2
@@ -384,3 +384,10 @@ def required_secrets(lab: AddonsLab) -> list[tuple[str, str]]:
     if a.bitfusion.enabled:
         needed.append(("bitfusion_client_token", "Bitfusion clients authenticate with the tokens archive"))
     return needed
+
+
+def registry_auth_problems(value: str, path: str = "gpu-lab:registryAuth") -> list[Problem]:
+    """gpu-lab:registryAuth becomes the .dockerconfigjson of a kubernetes.io/dockerconfigjson Secret (the vGPU
+    guest driver image's pull secret): refused here, naming the key, rather than by the API server."""
+    return dockerconfigjson_problems(value, path, "the registry's auth file (podman login --authfile FILE, or "
+                                                  "~/.docker/config.json after docker login)")

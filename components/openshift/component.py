@@ -61,6 +61,7 @@ from components.openshift.files import (
     pull_secret_patches,
     render_csr_script,
     render_helper_step,
+    render_httpd_access_step,
     render_ignition_publish,
     render_ignition_script,
     render_install_config,
@@ -72,7 +73,9 @@ from components.openshift.files import (
     vcenter_credential_patches,
     vm_extra_config,
 )
+from components.openshift.httpd import render_ignition_access
 from components.secrets import LabSecrets, secret_output
+from components.ssh.host_key import host_key_check
 from labrules.openshift import API_PORT
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
@@ -199,12 +202,23 @@ class OpenShiftUpi(pulumi.ComponentResource):
             port=helper.port,
             user=helper.user,
             private_key=pulumi.Output.secret(private_key),
+            host_key=helper.host_key,
             dial_error_limit=DIAL_ERROR_LIMIT,
             per_dial_timeout=PER_DIAL_TIMEOUT_S,
         )
+        # With a pinned key, a local check that the helper presents it comes first: a mismatch stops
+        # the update before anything is sent, naming both fingerprints (pulumi-command then checks
+        # the key itself on every connection). It runs again when its own text changes.
+        checked: list[pulumi.Resource] = []
+        if helper.host_key is not None:
+            checked.append(host_key_check(
+                f"{name}-helper-host-key", str(helper.address), helper.port, helper.host_key,
+                setting="openshift.helper.hostKey", attempts=DIAL_ERROR_LIMIT, timeout_seconds=PER_DIAL_TIMEOUT_S,
+                opts=pulumi.ResourceOptions(parent=self)))
         # A step that would install somewhere else (other paths, another helper, another login)
         # first takes back what it installed where it was: a replace, old delete first.
-        moved = pulumi.ResourceOptions(replace_on_changes=HELPER_PLACE, delete_before_replace=True)
+        moved = pulumi.ResourceOptions(replace_on_changes=HELPER_PLACE, delete_before_replace=True,
+                                       parent=self, depends_on=checked)
         done: list[pulumi.Resource] = []
         for step, files in helper_files(p).items():
             done.append(remote.Command(
@@ -215,8 +229,18 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 # A changed file is an update, which installs again; the service restarts only when
                 # a file of its own changed (an update that changes no file restarts nothing).
                 stdin=file_bundle(files),
-                opts=pulumi.ResourceOptions.merge(moved, pulumi.ResourceOptions(parent=self)),
+                opts=moved,
             ))
+        # Who may fetch which ignition file: in place before any file is published.
+        access = remote.Command(
+            f"{name}-ignition-access",
+            connection=conn,
+            create=render_httpd_access_step(p, "install"),
+            delete=render_httpd_access_step(p, "remove"),
+            stdin=file_bundle({"access.conf": render_ignition_access(p)}),
+            opts=moved,
+        )
+        done.append(access)
 
         # The ignition files exist only once the installer has run: during a first preview they are
         # unknown, which a Command's stdin takes (pulumi-command's CopyToRemote refuses an unknown
@@ -233,7 +257,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
                 logging=remote.Logging.STDERR,
                 # gpu-lab 0.1 staged each file under this name and published them all in one step.
                 opts=pulumi.ResourceOptions.merge(moved, pulumi.ResourceOptions(
-                    parent=self, aliases=[pulumi.Alias(name=f"{name}-stage-{slug}")])),
+                    depends_on=[access], aliases=[pulumi.Alias(name=f"{name}-stage-{slug}")])),
             ))
         return done
 

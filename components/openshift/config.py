@@ -13,11 +13,8 @@ validated section into the resolved node list every file and the component use.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import ipaddress
 import json
-import struct
 from dataclasses import dataclass
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -25,7 +22,19 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field
 
 from components.facts import VsphereFacts
-from components.model import Cidr, HostName, IPv4, MacAddress, Model, Problem, duplicates, matches
+from components.model import (
+    Cidr,
+    HostName,
+    IPv4,
+    MacAddress,
+    Model,
+    Problem,
+    SshPublicKey,
+    dockerconfigjson_problems,
+    duplicates,
+    matches,
+    ssh_key_line_problem,
+)
 from labrules.openshift import CONTROL_PLANE_NODES, LOAD_BALANCER_PORTS
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
@@ -74,6 +83,11 @@ def _check_location(value: str) -> str:
 Location = Annotated[str, AfterValidator(_check_location)]
 """An http(s) URL, or a path relative to the helper node's HTTP server root."""
 
+# useradd/groupadd's portable name rule (shadow-utils; NAME_REGEX of Debian's adduser): at most 32.
+PosixGroup = Annotated[str, matches(r"^[a-z_][a-z0-9_-]{0,31}$",
+                                    "is not a group name: lower-case letters, digits, '_' and '-', "
+                                    "starting with a letter or '_', at most 32 characters")]
+
 BlockDevice = Annotated[str, matches(r"^/dev/[A-Za-z0-9/_.:-]+$",
                                      "is not a block device path like /dev/sda or /dev/nvme0n1")]
 
@@ -109,6 +123,10 @@ class HelperPaths(Model):
     haproxy_cfg: str = "/etc/haproxy/haproxy.cfg"
     tftp_root: str = "/var/lib/tftpboot"
     http_root: str = "/var/www/html"
+    httpd_drop_in: str = Field(
+        default="/etc/httpd/conf.d/gpu-lab-ignition.conf",
+        description="the HTTP server's access rule for the ignition files (Debian's apache2: "
+                    "/etc/apache2/conf-enabled/gpu-lab-ignition.conf)")
     staging: str = Field(default="/var/tmp/gpu-lab-openshift", description="upload directory, checked before install")
 
 
@@ -121,11 +139,14 @@ class HelperNode(Model):
     load_balancer_address: IPv4 | None = Field(
         default=None, description="address HAProxy listens on and api/api-int/*.apps resolve to (default: address)"
     )
+    host_key: SshPublicKey | None = Field(
+        default=None, description="the helper's SSH host key ('ssh-ed25519 AAAA...', from ssh-keyscan); unset means "
+                                  "any key is accepted and the policy pack reports it")
     http_port: int = Field(default=8080, ge=1, le=65535)
+    http_group: PosixGroup = Field(
+        default="apache", description="the group the HTTP server runs as, which alone may read the ignition files "
+                                      "(RHEL httpd: apache; Debian apache2: www-data)")
     dns_upstreams: list[IPv4] = Field(default_factory=list, description="resolvers for names outside the cluster")
-    web_group: str = Field(default="apache", pattern=r"^[a-z_][a-z0-9_-]*$",
-                           description="the group the HTTP server reads files as (RHEL httpd: apache); "
-                                       "ignition files are readable by it only")
     paths: HelperPaths = HelperPaths()
 
 
@@ -556,29 +577,15 @@ def _helper_problems(oc: OpenShiftConfig, node_addresses: set[str | None]) -> li
 
 # ---------------------------------------------------------------- secrets openshift-install reads
 
-# Key algorithms golang.org/x/crypto/ssh parses, which openshift-install uses for sshKey
-# (pkg/validate/validate.go, SSHPublicKey -> ssh.ParseAuthorizedKey).
-SSH_KEY_TYPES = frozenset({
-    "ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
-})
-
-
 def pull_secret_problems(value: str, path: str = "gpu-lab:pullSecret") -> list[Problem]:
     """openshift-install's pull secret rule (pkg/validate/validate.go, ImagePullSecret): JSON with a
     non-empty "auths" object whose every registry has "auth" or "credsStore". Messages never
     quote the value: it is a secret, and openshift-install would print it whole."""
-    try:
-        doc = json.loads(value)
-    except json.JSONDecodeError as err:
-        return [Problem(path, f"is not JSON ({err.msg} at character {err.pos}); give the pull secret file "
-                              "from console.redhat.com as it is")]
-    auths = doc.get("auths") if isinstance(doc, dict) else None
-    if not isinstance(auths, dict) or not auths:
-        return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
+    problems = dockerconfigjson_problems(value, path, "the pull secret file from console.redhat.com")
+    if problems:
+        return problems
     return [Problem(path, f'registry {registry!r} needs "auth" or "credsStore"')
-            for registry, entry in auths.items()
-            if not isinstance(entry, dict) or not ({"auth", "credsStore"} & set(entry))]
+            for registry, entry in json.loads(value)["auths"].items() if not ({"auth", "credsStore"} & set(entry))]
 
 
 def ssh_key_problems(value: str, path: str = "gpu-lab:sshPublicKey") -> list[Problem]:
@@ -590,28 +597,8 @@ def ssh_key_problems(value: str, path: str = "gpu-lab:sshPublicKey") -> list[Pro
         return [Problem(path, "is empty; give an OpenSSH public key line like 'ssh-ed25519 AAAA... user@host'")]
     problems = []
     for number, line in enumerate(lines, 1):
-        reason = _ssh_key_line_problem(line)
+        reason = ssh_key_line_problem(line)
         if reason:
             problems.append(Problem(path, f"line {number}: {reason}; give an OpenSSH public key line like "
                                           "'ssh-ed25519 AAAA... user@host' (the .pub file, not the private key)"))
     return problems
-
-
-def _ssh_key_line_problem(line: str) -> str | None:
-    words = line.split()
-    # An options field may come first (authorized_keys format); the key type follows it.
-    start = next((i for i, w in enumerate(words) if w in SSH_KEY_TYPES), None)
-    if start is None:
-        return f"no key type of {', '.join(sorted(SSH_KEY_TYPES))}"
-    if start + 1 >= len(words):
-        return f"{words[start]} without its key data"
-    try:
-        blob = base64.b64decode(words[start + 1], validate=True)
-    except (binascii.Error, ValueError):
-        return f"the {words[start]} key data is not base64"
-    if len(blob) < 4:
-        return "the key data is truncated"
-    (length,) = struct.unpack(">I", blob[:4])
-    if blob[4:4 + length].decode("ascii", "replace") != words[start]:
-        return f"the key data is not a {words[start]} key"
-    return None

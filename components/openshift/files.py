@@ -634,6 +634,12 @@ def render_helper_step(plan: ClusterPlan, step: str, action: str) -> str:
     raise ValueError(f"no helper step {step!r}; steps: dns, lb, pxe")
 
 
+def render_httpd_access_step(plan: ClusterPlan, action: str) -> str:
+    """Install (the drop-in on stdin: file_bundle) or remove the httpd rule that serves each ignition
+    file only to its role's nodes (components/openshift/httpd.py)."""
+    return _helper_script(plan, "helper-httpd.sh", action, {"DROP_IN": plan.config.helper.paths.httpd_drop_in})
+
+
 def ignition_files(plan: ClusterPlan) -> dict[str, str]:
     """Installer output key -> file name on the helper's HTTP server (bootstrap.ign only while bootstrapping)."""
     files = {"master": "master.ign", "worker": "worker.ign"}
@@ -648,7 +654,7 @@ def render_ignition_publish(plan: ClusterPlan, file_name: str, action: str) -> s
     return _helper_script(plan, "helper-ignition.sh", action, {
         "HTTP_ROOT": helper.paths.http_root,
         "FILE_NAME": file_name,
-        "WEB_GROUP": helper.web_group,
+        "WEB_GROUP": helper.http_group,
     })
 
 

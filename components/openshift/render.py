@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from components.openshift.config import IGNITION_NAME, ClusterPlan
 from components.openshift.files import (
     PXE_ROLES,
@@ -17,6 +19,7 @@ from components.openshift.files import (
     render_pxelinux_default,
     render_pxelinux_node,
 )
+from components.openshift.httpd import render_ignition_access
 
 
 def render_files(p: ClusterPlan) -> dict[str, str]:
@@ -26,6 +29,7 @@ def render_files(p: ClusterPlan) -> dict[str, str]:
         "openshift/dnsmasq.conf": render_dnsmasq_conf(p),
         "openshift/hosts.dnsmasq": render_hosts(p),
         "openshift/haproxy.cfg": render_haproxy_cfg(p),
+        f"openshift/httpd/{PurePosixPath(p.config.helper.paths.httpd_drop_in).name}": render_ignition_access(p),
         "openshift/pxe/pxelinux.cfg/default": render_pxelinux_default(p),
         "openshift/pxe/grub.cfg": render_grub_cfg(p),
     }

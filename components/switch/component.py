@@ -41,6 +41,12 @@ keeps that name, with `ignore_changes=["triggers"]` so the old trigger never for
 replacement: the upgrade is an Update of `<switch>-config` that runs nothing (no create, no
 update) and stores the anchor's narrow undo in place of the full revert.
 
+With a pinned `hostKey`, a local Command (`<switch>-host-key`, components/ssh/host_key.py) first
+checks that the switch presents that key, and `<switch>-apply` waits for it: a mismatch stops the
+update before the password is sent, naming the switch and both keys' fingerprints. It runs again
+whenever the apply does (same trigger) or its own text changes (address, port, key).
+pulumi-command then verifies the key itself on every connection.
+
 The password stays a secret Output; the Commands log nothing and their stdout/stderr are secret
 outputs. An unreachable switch fails after connectAttempts x connectTimeoutSeconds, with the
 error attached to the Command; on Cumulus the script itself names the switch on failure.
@@ -55,6 +61,7 @@ import pulumi
 from pulumi_command import remote
 
 from components.facts import HostRoce
+from components.ssh.host_key import host_key_check
 from components.switch.config import SwitchConfig
 from components.switch.files import apply_digest, render_apply, render_login_check, render_undo, undo_items
 
@@ -127,6 +134,13 @@ class SpectrumSwitch(pulumi.ComponentResource):
         super().__init__(TYPE, name, intent_properties(sw, args.hosts), opts)
         digest = apply_digest(sw)
         connection = connection_args(sw, args.password)
+        checked: list[pulumi.Resource] = []
+        if sw.host_key is not None:
+            checked.append(host_key_check(
+                f"{name}-host-key", str(sw.management_address), sw.ssh_port, sw.host_key,
+                setting=f"the hostKey of switch {sw.name}", attempts=sw.connect_attempts,
+                timeout_seconds=sw.connect_timeout_seconds, triggers=[digest],
+                opts=pulumi.ResourceOptions(parent=self)))
         self.apply = remote.Command(
             f"{name}-apply",
             connection=connection,
@@ -135,7 +149,8 @@ class SpectrumSwitch(pulumi.ComponentResource):
             triggers=[digest],
             logging=remote.Logging.NONE,
             add_previous_output_in_env=False,
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["stdout", "stderr"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=checked,
+                                        additional_secret_outputs=["stdout", "stderr"]),
         )
         self.undo = []
         previous: pulumi.Resource = self.apply

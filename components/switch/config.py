@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from components.facts import HostRoce, VsphereFacts
-from components.model import Cidr, HostName, IPv4, Model, Problem, duplicates, matches
+from components.model import Cidr, HostName, IPv4, Model, Problem, SshPublicKey, duplicates, matches
 from labrules.commands import DIAL_ERROR_LIMIT, PER_DIAL_TIMEOUT_SECONDS
 from labrules.roce import (
     DEFAULT_ECN_MAX_KB,
@@ -106,8 +106,9 @@ class SwitchConfig(Model):
     management_address: IPv4 = Field(description="SSH address of the switch's management port")
     user: Token = Field(default="admin", description="SSH user (Onyx: admin; Cumulus: cumulus)")
     ssh_port: int = Field(default=22, ge=1, le=65535)
-    host_key: str | None = Field(
-        default=None, description="expected SSH host key ('ssh-ed25519 AAAA...'); unset means the key is not verified")
+    host_key: SshPublicKey | None = Field(
+        default=None, description="expected SSH host key ('ssh-ed25519 AAAA...', from ssh-keyscan); unset means any "
+                                  "key is accepted and the policy pack reports it")
     connect_timeout_seconds: int = Field(default=10, ge=PER_DIAL_TIMEOUT_SECONDS[0], le=PER_DIAL_TIMEOUT_SECONDS[1],
                                          description="per attempt; an unreachable switch fails after "
                                                      "attempts x timeout")

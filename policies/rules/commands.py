@@ -1,4 +1,4 @@
-"""Remote command rules (pulumi-command): bounded connection attempts."""
+"""Remote command rules (pulumi-command): bounded connection attempts, pinned host keys."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pulumi_policy import PolicyConfigSchema
 from labrules.commands import DIAL_ERROR_LIMIT, PER_DIAL_TIMEOUT_SECONDS
 
 from .declare import ADVISORY, resource_policy
-from .props import UNKNOWN, as_int, props_of, reveal, settings
+from .props import UNKNOWN, as_int, props_of, reveal, settings, under_component
 
 REMOTE_TYPES = ("command:remote:Command", "command:remote:CopyToRemote", "command:remote:CopyFile")
 
@@ -54,4 +54,41 @@ connect_timeout = resource_policy("command-connect-timeout", ADVISORY, check_con
                                   types=REMOTE_TYPES)
 
 
-POLICIES = [connect_timeout]
+# The components whose remote commands the program registers, and the setting that pins each one's host.
+PINNED_BY = (("gpu-lab:openshift:OpenShiftUpi", "openshift.helper.hostKey"),
+             ("gpu-lab:switch:SpectrumSwitch", "switches[].hostKey of the switch at that address"))
+SSH_DEFAULT_PORT = 22
+
+
+def check_host_key_pinned(args, report_violation) -> None:
+    """Remote commands and copies (switch configuration, the OpenShift helper node's services and ignition) pin
+    the host's SSH key in connection.hostKey. The guides reach switches and the helper over SSH (the DeepOps RoCE
+    guide, the OpenShift guide) with a password or a private key, and send them configuration, certificates and the
+    pull secret; without a pinned key pulumi-command accepts any host key (OpenSSH's StrictHostKeyChecking=no), so
+    whoever answers at the address receives all of it. Advisory here; the up workflow makes it mandatory
+    (policies/config.up.json)."""
+    if args.resource_type not in REMOTE_TYPES:
+        return
+    conn = reveal(props_of(args).get("connection"))
+    if conn is UNKNOWN or not isinstance(conn, dict):
+        return
+    key = reveal(conn.get("hostKey"))
+    if key is UNKNOWN or (isinstance(key, str) and key.strip()):
+        return
+    host = reveal(conn.get("host"))
+    port = as_int(conn.get("port"))
+    port = SSH_DEFAULT_PORT if port is None or port is UNKNOWN else port
+    address = f"{host}:{port}" if isinstance(host, str) else "its host"
+    setting = next((s for component, s in PINNED_BY if under_component(args.urn, component)),
+                   "the hostKey of the helper or switch at that address")
+    scan = f"ssh-keyscan -t ed25519 -p {port} {host}" if isinstance(host, str) else "ssh-keyscan -t ed25519 <address>"
+    report_violation(f"connection to {address} does not pin the host's SSH key (connection.hostKey), so any key is "
+                     "accepted and whoever answers at that address receives the credentials and what is sent; run "
+                     f"`{scan}` (from a network you trust, or compare with the host's console), then set {setting} "
+                     "to the key line it prints after the address")
+
+
+host_key_pinned = resource_policy("command-ssh-host-key-pinned", ADVISORY, check_host_key_pinned, types=REMOTE_TYPES)
+
+
+POLICIES = [connect_timeout, host_key_pinned]

@@ -12,6 +12,7 @@ from components.addons.config import (
     ib_write_bw_addresses,
     network_mode,
     pod_pool,
+    registry_auth_problems,
     required_secrets,
     worker_nodes,
 )
@@ -181,3 +182,28 @@ def test_required_secrets_follow_the_switches():
                                       "licensing": {"mode": "legacy", "serverAddress": "172.16.7.5"}})
     assert set(dict(required_secrets(lab_with(legacy).plan.addons))) == {"kubeconfig", "registry_auth"}
     assert required_secrets(load_lab({"vsphere": copy.deepcopy(VSPHERE)}).plan.addons) == []
+
+
+# The API server parses .dockerconfigjson as JSON (kubernetes pkg/apis/core/validation, ValidateSecret);
+# the kubelet reads `auths` as registry -> entry object (pkg/credentialprovider/config.go).
+@pytest.mark.parametrize("value, message", [
+    ("user:password", "is not JSON (Expecting value at character 0); give the registry's auth file"),
+    ('{"registry.lab.local": {"auth": "dXNlcjpwYXNz"}}', 'needs a non-empty "auths" object'),
+    ('{"auths": {}}', 'needs a non-empty "auths" object'),
+    ('["auths"]', 'needs a non-empty "auths" object'),
+    ('{"auths": {"registry.lab.local": "dXNlcjpwYXNz"}}', "registry 'registry.lab.local' needs an object of credentials"),
+])
+def test_a_registry_auth_that_is_not_a_docker_config_is_refused_naming_the_key(value, message):
+    [problem] = registry_auth_problems(value)
+    assert problem.path == "gpu-lab:registryAuth" and message in problem.message
+    assert "dXNlcjpwYXNz" not in problem.message and "password" not in problem.message
+
+
+def test_a_docker_config_passes():
+    assert registry_auth_problems('{"auths": {"registry.lab.local:5000": {"auth": "dXNlcjpwYXNz"}}}') == []
+    assert registry_auth_problems('{"auths": {"r.lab": {"username": "u", "password": "p"}}, "credsStore": "x"}') == []
+
+
+def test_registry_auth_is_checked_only_where_the_add_ons_use_it():
+    assert "registryAuth" in lab_with(full_addons()).secret_format_rules()
+    assert "registryAuth" not in lab_with({"nfd": {"enabled": True}}).secret_format_rules()

@@ -118,6 +118,7 @@ class HelperNode:
         (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
         (d / "bin").mkdir()
         _executable(d / "bin" / "systemctl", RECORDING_SYSTEMCTL.format(log=d))
+        _executable(d / "bin" / "apachectl", RECORDING_SYSTEMCTL.replace("systemctl-calls", "apachectl-calls").format(log=d))
         root = d / "root"
         for boot_file in ("tftpboot/pxelinux.0", "tftpboot/grubx64.efi"):  # the helper's own
             (root / boot_file).parent.mkdir(parents=True, exist_ok=True)
@@ -182,10 +183,12 @@ def openshift_section(helper: HelperNode, install_dir: Path, tools: Path) -> dic
         "networks": {"machineNetwork": ["127.0.10.0/24"]},
         "nodes": nodes,
         "helper": {
-            "address": "127.0.0.1", "port": helper.port, "user": "root", "webGroup": "root",
+            "address": "127.0.0.1", "port": helper.port, "user": "root", "httpGroup": "root",
+            "hostKey": helper.host_key_line,
             "paths": {"dnsmasqConf": f"{root}/etc/dnsmasq.d/openshift.conf", "hostsFile": f"{root}/etc/hosts.dnsmasq",
                       "haproxyCfg": f"{root}/etc/haproxy/haproxy.cfg", "tftpRoot": f"{root}/tftpboot",
-                      "httpRoot": f"{root}/www", "staging": f"{root}/staging"},
+                      "httpRoot": f"{root}/www", "staging": f"{root}/staging",
+                      "httpdDropIn": f"{root}/etc/httpd/conf.d/gpu-lab-ignition.conf"},
         },
         "rhcos": {"kernel": "http://127.0.10.2:8080/rhcos/kernel", "initramfs": "http://127.0.10.2:8080/rhcos/initrd",
                   "rootfs": "http://127.0.10.2:8080/rhcos/rootfs.img"},

@@ -89,8 +89,8 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.write_config()
     ops = _ops(lab.preview())
     assert ops == {"lab-identity": "update", "openshift": "update", "openshift-dns": "update",
-                   "openshift-lb": "update", "openshift-pxe": "update", "openshift-nodes": "update",
-                   "openshift-nodes-dgx-3": "create"}, ops
+                   "openshift-lb": "update", "openshift-pxe": "update", "openshift-ignition-access": "update",
+                   "openshift-nodes": "update", "openshift-nodes-dgx-3": "create"}, ops
     lab.up()
     lab.expect_no_changes()
 
@@ -99,8 +99,8 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.write_config()
     ops = _ops(lab.preview())
     assert ops == {"lab-identity": "update", "openshift": "update", "openshift-dns": "update",
-                   "openshift-lb": "update", "openshift-pxe": "update", "openshift-nodes": "update",
-                   "openshift-nodes-dgx-1": "delete"}, ops
+                   "openshift-lb": "update", "openshift-pxe": "update", "openshift-ignition-access": "update",
+                   "openshift-nodes": "update", "openshift-nodes-dgx-1": "delete"}, ops
     lab.up()
     lab.expect_no_changes()
     oc_calls = (lab.log_dir / "oc-calls").read_text().splitlines()
@@ -123,7 +123,8 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.write_config()
     ops = _ops(lab.preview())
     assert ops == {"openshift": "update", "openshift-dns": "update", "openshift-lb": "update",
-                   "openshift-pxe": "update", "openshift-publish-bootstrap-ign": "delete"}, ops
+                   "openshift-pxe": "update", "openshift-ignition-access": "update",
+                   "openshift-publish-bootstrap-ign": "delete"}, ops
     lab.up()
     lab.expect_no_changes()
     assert "www/bootstrap.ign" not in helper.files() and "www/master.ign" in helper.files()
@@ -144,6 +145,7 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     # taking the lab down leaves the helper as it was: only its own boot loaders
     lab.destroy()
     assert helper.files() == ["tftpboot/grubx64.efi", "tftpboot/pxelinux.0"]
+    assert (helper.dir / "apachectl-calls").read_text().count("configtest") >= 1
     assert not Path(lab.config["gpu-lab:openshift"]["installDir"]).exists()
     lab.destroyed = True  # type: ignore[attr-defined]
 
@@ -170,14 +172,19 @@ def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_
     standins(tools, log)
     helper = HelperNode.start(tmp_path / "helper", sshd)
     section = openshift_section(helper, tmp_path / "install", tools)
-    section["helper"].pop("webGroup")  # 0.1.0 does not know it
+    for key in ("httpGroup", "hostKey"):  # 0.1.0 does not know them
+        section["helper"].pop(key)
+    dropped_path = section["helper"]["paths"].pop("httpdDropIn")
     secrets = {"gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
                "gpu-lab:helperSshPrivateKey": helper.client_key.read_text()}
     lab = Day2Lab.create(tmp_path / "lab", {"gpu-lab:openshift": section}, secrets, tools,
                          {"FAKE_OC_NODES": "cp-0 cp-1 cp-2 dgx-0 dgx-1 dgx-2"}, tree=previous_release)
     try:
         lab.up()
-        section["helper"]["webGroup"] = "root"  # the test machine has no apache group
+        # the test machine has no apache group; the key is pinned with the upgrade
+        upgraded = lab.config["gpu-lab:openshift"]["helper"]
+        upgraded.update(httpGroup="root", hostKey=helper.host_key_line)
+        upgraded["paths"]["httpdDropIn"] = dropped_path
         lab.write_config()
         copy_tree(ROOT, lab.project)
         ops = _ops(lab.preview())
@@ -186,6 +193,7 @@ def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_
         replaced = sorted(name for name, op in ops.items() if op == "replace")
         assert replaced == ["openshift-dns", "openshift-lb", "openshift-publish-bootstrap-ign",
                             "openshift-publish-master-ign", "openshift-publish-worker-ign", "openshift-pxe"]
+        assert ops["openshift-helper-host-key"] == "create" and ops["openshift-ignition-access"] == "create"
         lab.up()
         lab.expect_no_changes()
         assert [c.split()[-1] for c in _installer_calls_of(log)] == ["ignition-configs"]

@@ -61,8 +61,9 @@ def test_children_are_named_after_the_component_and_parented_to_it(lab_run):
     children = lab_run.children_of("openshift")
     assert children and all(c.name.startswith("openshift-") for c in children)
     names = {c.name for c in children}
-    assert names == {"openshift-ignition", "openshift-dns", "openshift-lb", "openshift-publish-bootstrap-ign",
-                     "openshift-publish-master-ign", "openshift-publish-worker-ign", "openshift-pull-secret",
+    assert names == {"openshift-ignition", "openshift-helper-host-key", "openshift-dns", "openshift-lb",
+                     "openshift-ignition-access", "openshift-publish-bootstrap-ign", "openshift-publish-master-ign",
+                     "openshift-publish-worker-ign", "openshift-pull-secret",
                      "openshift-ssh-key"}  # no PXE (no bare-metal node), no waits (opt-in)
     nodes = lab_run.children_of("openshift-nodes")
     assert sorted(c.name for c in nodes) == [f"openshift-nodes-{n}" for n in
@@ -87,14 +88,16 @@ def test_ignition_command_runs_the_installer_once_and_keeps_install_config_secre
 
 def test_helper_connection_is_secret_with_dial_limits(lab_run):
     remotes = [r for r in lab_run.children_of("openshift") if r.type.startswith("command:remote:")]
-    assert len(remotes) == 5
+    assert len(remotes) == 6
+    check = lab_run.named("openshift-helper-host-key")
     for r in remotes:
         assert "connection" in r.secret_paths(), r.name
         conn = r.plain()["connection"]
         assert conn["host"] == "172.16.7.5" and conn["user"] == "root"
         assert conn["privateKey"] == "<redacted>"  # the placeholder secret, present and wrapped
         assert conn["dialErrorLimit"] == 10 and conn["perDialTimeout"] == 30
-
+        assert conn["hostKey"] == builders.HELPER_HOST_KEY
+        assert check.urn in r.dependencies  # the host-key check first: nothing is sent to another host
 
 def bundle_of(stdin: str) -> dict[str, str]:
     return {path: base64.b64decode(data).decode() for path, data in (line.split(" ") for line in stdin.splitlines())}
@@ -114,7 +117,7 @@ def test_helper_steps_carry_their_files_and_undo_what_they_installed(lab_run):
         assert script_values(step["delete"])["ACTION"] == "remove"
         assert script_values(step["create"]) == {**script_values(step["delete"]), "ACTION": "install"}
     # the scripts do not embed file contents: a change reaches only the step whose files changed
-    upstreams = lab_run_with(helper={"address": "172.16.7.5", "dnsUpstreams": ["172.16.31.1"]})
+    upstreams = lab_run_with(helper={**lab_config()["gpu-lab:openshift"]["helper"], "dnsUpstreams": ["172.16.31.1"]})
     assert upstreams.named("openshift-dns").plain()["stdin"] != dns["stdin"]
     assert upstreams.named("openshift-lb").plain() == lb
     ingress = lab_run_with(ingressNodes=["w01", "w02"])

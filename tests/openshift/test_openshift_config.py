@@ -9,6 +9,8 @@ from components.config import load_lab
 from components.model import ConfigError
 from components.openshift.config import pull_secret_problems, ssh_key_problems
 
+ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO core@lab"
+
 
 def problems(raw: dict) -> list[tuple[str, str]]:
     with pytest.raises(ConfigError) as err:
@@ -149,6 +151,14 @@ GUIDE_CASES = {
     "helper HTTP on a load-balancer port": (
         lambda oc: oc["helper"].update(httpPort=443, loadBalancerAddress="10.33.3.18"), "openshift.helper.httpPort",
         "load-balancer port"),
+    "helper host key that is not a public key": (
+        lambda oc: oc["helper"].update(hostKey="ssh-ed25519 not*base64"), "openshift.helper.hostKey",
+        "is not an OpenSSH public key (the ssh-ed25519 key data is not base64)"),
+    "helper host key pasted with its address": (
+        lambda oc: oc["helper"].update(hostKey=f"10.33.3.18 {ED25519}"), "openshift.helper.hostKey",
+        "starts with '10.33.3.18', not the key type"),
+    "helper HTTP group that is not a group name": (
+        lambda oc: oc["helper"].update(httpGroup="Web Server"), "openshift.helper.httpGroup", "not a group name"),
     "PXE kernel over https": (
         lambda oc: oc["rhcos"].update(kernel="https://mirror.example.com/rhcos/kernel"), "openshift.rhcos.kernel",
         "without TLS"),
@@ -340,9 +350,6 @@ def test_pull_secret_rule_accepts_auth_and_creds_store():
     assert pull_secret_problems('{"auths": {"quay.io": {"auth": "dXNlcjpwYXNz"}, "r.lab": {"credsStore": "x"}}}') == []
 
 
-ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO core@lab"
-
-
 # openshift/installer pkg/validate/validate.go, SSHPublicKey (golang.org/x/crypto/ssh ParseAuthorizedKey:
 # the base64 blob must parse as a public key).
 @pytest.mark.parametrize("value, fragment", [
@@ -356,6 +363,18 @@ ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth
 def test_ssh_key_rule_of_openshift_install(value, fragment):
     found = ssh_key_problems(value)
     assert found and all(p.path == "gpu-lab:sshPublicKey" for p in found) and fragment in found[-1].message, found
+
+
+def test_helper_defaults_pin_nothing_and_serve_as_rhel_httpd(openshift_sections):
+    helper = load_lab(openshift_sections).openshift.helper
+    assert helper.host_key is None
+    assert helper.http_group == "apache"  # RHEL's httpd package runs as apache:apache
+    assert helper.paths.httpd_drop_in == "/etc/httpd/conf.d/gpu-lab-ignition.conf"
+
+
+def test_helper_host_key_is_kept_as_one_key_line(openshift_sections):
+    openshift_sections["openshift"]["helper"]["hostKey"] = ED25519 + "\n"
+    assert load_lab(openshift_sections).openshift.helper.host_key == ED25519
 
 
 def test_ssh_key_rule_accepts_keys_options_and_comments():

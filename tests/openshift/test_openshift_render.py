@@ -172,6 +172,7 @@ def test_render_files_writes_the_layout_with_secrets_redacted(stack):
         "openshift/install-config.yaml", "openshift/dnsmasq.conf", "openshift/hosts.dnsmasq",
         "openshift/haproxy.cfg", "openshift/pxe/pxelinux.cfg/default", "openshift/pxe/grub.cfg",
         "openshift/ignition/bootstrap.ign", "openshift/ignition/master.ign", "openshift/ignition/worker.ign",
+        "openshift/httpd/gpu-lab-ignition.conf",
     }
     assert set(files) == expected
     doc = yaml.safe_load(files["openshift/install-config.yaml"])
@@ -723,7 +724,7 @@ WEB_GROUP = grp.getgrgid(os.getgid()).gr_name
 
 
 def helper_plan(paths: dict, **changes):
-    helper = {"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths, "webGroup": WEB_GROUP}
+    helper = {"address": "10.33.3.18", "loadBalancerAddress": "10.33.3.54", "paths": paths, "httpGroup": WEB_GROUP}
     return guide(helper={**helper, **changes.pop("helper", {})}, **changes)
 
 

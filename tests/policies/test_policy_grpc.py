@@ -48,9 +48,10 @@ EXPECTED = {
         ("secrets-credentials-are-secret", F.SWITCH_COMMAND, M),
         ("secrets-credentials-are-secret", F.vgpu(W[0]), M),
         ("command-connect-timeout", F.SWITCH_COMMAND, A),
+        ("command-ssh-host-key-pinned", F.SWITCH_COMMAND, A),
     },
 }
-COUNTS = {"broken-fabric": 6, "broken-workloads": 7}  # where one rule speaks twice
+COUNTS = {"broken-fabric": 6, "broken-workloads": 8}  # where one rule speaks twice
 
 
 @pytest.fixture(scope="module")

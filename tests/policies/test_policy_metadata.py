@@ -35,6 +35,7 @@ EXPECTED = {
     "secrets-k8s-secret-data-is-secret": ("mandatory", "resource", "000", set()),
     "command-connect-timeout": ("advisory", "resource", "001", {
         "minPerDialTimeout", "maxPerDialTimeout", "minDialErrorLimit", "maxDialErrorLimit"}),
+    "command-ssh-host-key-pinned": ("advisory", "resource", "001", set()),
 }
 
 

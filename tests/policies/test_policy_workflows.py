@@ -1,5 +1,6 @@
 """The CI workflows run the pack the way users are told to, and feed every lab secret."""
 
+import json
 import re
 
 import pytest
@@ -34,6 +35,31 @@ def test_up_runs_on_main_with_the_pack_one_at_a_time():
     assert re.search(r"pulumi up --stack lab --yes --policy-pack policies\b", _runs(jobs["up"]))
     data = yaml.safe_load((WORKFLOWS / "up.yml").read_text())
     assert data["concurrency"]["cancel-in-progress"] is False
+
+
+UP_CONFIG = ROOT / "policies" / "config.up.json"
+
+
+def test_up_makes_the_host_key_rule_mandatory_through_the_packs_config():
+    _, jobs = _load("up.yml")
+    assert re.search(r"pulumi up .*--policy-pack policies --policy-pack-config policies/config\.up\.json\b",
+                     _runs(jobs["up"]))
+    _, jobs = _load("preview.yml")
+    assert "--policy-pack-config" not in _runs(jobs["preview"])  # pull requests: advisory, as in make plan
+    assert json.loads(UP_CONFIG.read_text()) == {"command-ssh-host-key-pinned": "mandatory"}
+
+
+def test_the_up_config_turns_an_unpinned_host_into_a_mandatory_violation():
+    import plan_fixtures
+    from policy_helpers import PACK
+
+    from tools import policy_check
+
+    stack = policy_check.parse_stack(plan_fixtures.broken_workloads())
+    report = policy_check.check(stack, PACK, json.loads(UP_CONFIG.read_text()))
+    pinned = [(v.resource, v.level) for v in report.verdicts if v.policy == "command-ssh-host-key-pinned"]
+    assert pinned == [(plan_fixtures.SWITCH_COMMAND, "mandatory")]
+    assert {v.level for v in report.verdicts if v.policy == "command-connect-timeout"} == {"advisory"}
 
 
 @pytest.mark.parametrize("name, job", [("preview.yml", "preview"), ("up.yml", "up")])

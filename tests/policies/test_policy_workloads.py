@@ -186,3 +186,37 @@ def test_connection_bounds_come_from_config(lab):
     # the switch's 10 s and the helper's 30 s are both above 5 s
     assert {name for name, _ in found} == {r["name"] for r in lab["resources"] if r["type"].startswith("command:remote:")}
     assert {"sw01-config", "openshift-lb"} <= {name for name, _ in found}
+
+
+# ---------------------------------------------------------------- pinned host keys
+
+HELPER_COMMAND = "openshift-lb"  # one of the helper node's remote Commands
+
+
+def test_every_remote_command_of_the_lab_pins_its_host_key(lab):
+    remote = [r for r in lab["resources"] if r["type"] in commands.REMOTE_TYPES]
+    hosts = {r["properties"]["connection"]["host"] for r in remote}
+    assert {"172.16.31.2", "172.16.7.5"} <= hosts  # the switch and the helper
+    assert violations(commands.host_key_pinned, lab) == []
+
+
+@pytest.mark.parametrize("name, address, setting", [
+    ("sw01-config", "172.16.31.2", "switches[].hostKey of the switch at that address"),
+    (HELPER_COMMAND, "172.16.7.5", "openshift.helper.hostKey"),
+])
+@pytest.mark.parametrize("mutate", [lambda c: c.pop("hostKey"), lambda c: c.update(hostKey="")], ids=["absent", "empty"])
+def test_a_connection_without_a_pinned_host_key_is_reported(lab, name, address, setting, mutate):
+    mutate(props(lab, name)["connection"])
+    assert violations(commands.host_key_pinned, lab) == [(name, (
+        f"connection to {address}:22 does not pin the host's SSH key (connection.hostKey), so any key is accepted "
+        "and whoever answers at that address receives the credentials and what is sent; run "
+        f"`ssh-keyscan -t ed25519 -p 22 {address}` (from a network you trust, or compare with the host's console), "
+        f"then set {setting} to the key line it prints after the address"))]
+
+
+def test_the_port_in_the_message_is_the_connections(lab):
+    connection = props(lab, "sw01-config")["connection"]
+    del connection["hostKey"]
+    connection["port"] = 2222
+    [(_, message)] = violations(commands.host_key_pinned, lab)
+    assert "connection to 172.16.31.2:2222 " in message and "ssh-keyscan -t ed25519 -p 2222 172.16.31.2" in message

@@ -104,6 +104,27 @@ def test_structural_errors_name_the_key(lab, sw, key, value, path):
     assert path in paths(lab)
 
 
+# pulumi-command parses connection.hostKey with golang.org/x/crypto/ssh ParseAuthorizedKey
+# (provider/pkg/provider/remote/connection.go, SSHConfig): a known type, then base64 key data naming it.
+@pytest.mark.parametrize("value, fragment", [
+    ("AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD", "no key type"),
+    ("ssh-ed25519 not*base64", "not base64"),
+    ("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO", "not a ssh-rsa key"),
+    ("[172.16.31.2]:22 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO",
+     "starts with '[172.16.31.2]:22', not the key type"),
+])
+def test_a_host_key_that_is_not_an_openssh_public_key_is_refused(lab, sw, value, fragment):
+    sw["hostKey"] = value
+    [(path, message)] = problems(lab)
+    assert path == "switches[0].hostKey" and fragment in message and "ssh-keyscan -t ed25519" in message, message
+
+
+def test_a_host_key_line_as_ssh_keyscan_prints_it_is_taken_without_the_comment_or_blanks(lab, sw):
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO"
+    sw["hostKey"] = f"  {key} root@sw01\n"
+    assert load_lab(lab).switches[0].host_key == f"{key} root@sw01"
+
+
 @pytest.mark.parametrize("key, value", [
     ("pfcMode", "semi-lossless"), ("trust", "both"), ("pfcPriority", 8), ("mtu", 9300), ("trafficClass", -1),
 ])

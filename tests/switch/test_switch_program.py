@@ -18,6 +18,7 @@ from switch_stack import COMMAND, register
 
 import tools.mockrun as mockrun
 from components.config import load_lab
+from components.ssh.host_key import render_host_key_check
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.switch.files import apply_digest, render_apply, render_login_check, render_undo, undo_items
 from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program, run_under_mocks
@@ -102,6 +103,7 @@ def test_apply_command_applies_on_create_checks_the_login_on_update_and_undoes_n
     conn = apply["connection"]
     assert (conn["host"], conn["user"], conn["port"]) == ("172.16.31.2", "admin", 22)
     assert (conn["dialErrorLimit"], conn["perDialTimeout"]) == (2, 10)
+    assert conn["hostKey"] == builders.SWITCH_HOST_KEY
     assert apply["logging"] == "none" and apply["addPreviousOutputInEnv"] is False
     request = switch_run.requests["sw01-apply"]
     # create-before-delete: a changed setting is applied over the old configuration, never reverted first
@@ -222,11 +224,21 @@ def test_a_new_password_changes_the_connections_only(base_run):
 # ---------------------------------------------------------------- the whole program
 
 
-def test_lab_program_has_one_switch_component_with_its_commands():
+def test_lab_program_has_one_switch_component_with_its_host_key_check_and_commands():
     run = mockrun.run_program(builders.lab_stack())
     (component,) = run.of_type(SWITCH)
     assert component.name == "sw01"
-    assert [(r.type, r.name) for r in run.children_of("sw01")] == [(COMMAND, name) for name in LAB_SWITCH_COMMANDS]
+    assert [(r.type, r.name) for r in run.children_of("sw01")] == [
+        ("command:local:Command", "sw01-host-key"), *((COMMAND, name) for name in LAB_SWITCH_COMMANDS)]
+    check = run.named("sw01-host-key")
+    assert check.plain()["create"] == "/bin/sh -s"
+    assert check.plain()["stdin"] == render_host_key_check("172.16.31.2", 22, builders.SWITCH_HOST_KEY,
+                                                           setting="the hostKey of switch sw01", attempts=2,
+                                                           timeout_seconds=10)
+    # it runs again whenever the apply does, and the apply waits for it
+    apply = run.named("sw01-apply")
+    assert check.plain()["triggers"] == apply.plain()["triggers"]
+    assert apply.dependencies == [check.urn]
     for resource in (component, *run.children_of("sw01")):  # the placeholder password stays wrapped
         assert mockrun.PLACEHOLDER not in json.dumps(resource.redacted(), default=str), resource.name
 

@@ -11,8 +11,9 @@ no terminal) reaches the switch's shell in SSH_ORIGINAL_COMMAND.
 - cumulus: bash runs the script, as on Cumulus Linux, with a fake `nv` first on PATH that records
   its arguments and drives the NVUE model.
 
-Needs openssh-server and openssh-client (scripts/install-switch-test-tools.sh). Password login
-would need a system account with a known password; key login exercises the same transport.
+The server is tests/sshd_server.py's (openssh-server and openssh-client:
+scripts/install-switch-test-tools.sh). Password login would need a system account with a known
+password; key login exercises the same transport.
 """
 
 from __future__ import annotations
@@ -20,18 +21,14 @@ from __future__ import annotations
 import copy
 import getpass
 import json
-import os
-import socket
 import subprocess
 import sys
-import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from procs import stop
-from required_tools import require_tool
+import sshd_server
+from sshd_server import running_sshd
 from switch_sim import CumulusBox, CumulusSwitch, OnyxSwitch, nvue_args
 
 from components.config import load_lab
@@ -39,12 +36,11 @@ from components.switch.config import SwitchConfig
 from components.switch.files import ONYX_ROLLBACK_FILE, render_apply, render_login_check, render_undo, undo_items
 
 HERE = Path(__file__).resolve().parent
-SSH_HINT = "needs openssh-server and openssh-client: run scripts/install-switch-test-tools.sh"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ssh_tools() -> dict[str, str]:
-    return {tool: require_tool(tool, SSH_HINT) for tool in ("sshd", "ssh", "ssh-keygen")}
+    return sshd_server.ssh_tools()
 
 CUMULUS = SwitchConfig.model_validate({
     "name": "cl-rails", "os": "cumulus", "managementAddress": "10.0.0.3", "user": "cumulus",
@@ -143,34 +139,12 @@ class StandInSwitch:
         return copy.deepcopy(self.nvue.state)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"sshd exited: {log.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"sshd did not listen on 127.0.0.1:{port} within {timeout}s")
-
-
 @pytest.fixture(scope="module")
 def switch_box(tmp_path_factory, ssh_tools):
     d = tmp_path_factory.mktemp("switch-sshd")
-    d.chmod(0o755)
-    for key in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", key, "-f", str(d / key)], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "client_key", "-f", str(d / "client_key")],
+                   check=True)
     (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    port = _free_port()
-    (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {(d / 'host_key.pub').read_text()}")
     fill = {"python": sys.executable, "dir": str(d), "sim": str(HERE)}
     nvue = CumulusBox(d / "cumulus")
     for path, text in ((d / "switch-shell", SWITCH_SHELL.format(**fill)),
@@ -178,42 +152,25 @@ def switch_box(tmp_path_factory, ssh_tools):
         path.write_text(text)
         path.chmod(0o755)
     user = getpass.getuser()
-    (d / "sshd_config").write_text(textwrap.dedent(f"""\
-        ListenAddress 127.0.0.1
-        Port {port}
-        HostKey {d}/host_key
-        PidFile {d}/sshd.pid
+    with running_sshd(d, ssh_tools["sshd"], f"""\
         AuthorizedKeysFile {d}/authorized_keys
         AuthenticationMethods publickey
         PubkeyAuthentication yes
         PasswordAuthentication no
         KbdInteractiveAuthentication no
         PermitRootLogin prohibit-password
-        StrictModes no
-        UsePAM no
         AllowUsers {user}
         AllowTcpForwarding no
         X11Forwarding no
         ForceCommand {d}/switch-shell
-        LogLevel ERROR
-        """))
-    # sshd started as root wants its privilege-separation directory, which Debian makes at boot
-    # (not in containers). It stays: another sshd (a parallel test run) may be using it.
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    log = (d / "sshd.log").open("w")
-    proc = subprocess.Popen([ssh_tools["sshd"], "-D", "-e", "-f", str(d / "sshd_config")],
-                            stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        _wait_listening(port, proc, d / "sshd.log")
-        box = StandInSwitch(d, port, user, d / "client_key", d / "known_hosts", nvue)
-        yield box
-    finally:
-        if (d / "control").exists():  # the shared client connection goes with the server
-            subprocess.run(["ssh", "-o", f"ControlPath={d}/control", "-O", "exit", "127.0.0.1"],
-                           capture_output=True, timeout=10)
-        stop(proc)
-        log.close()
+        """) as sshd:
+        (d / "known_hosts").write_text(f"[127.0.0.1]:{sshd.port} {sshd.public_key()}\n")
+        try:
+            yield StandInSwitch(d, sshd.port, user, d / "client_key", d / "known_hosts", nvue)
+        finally:
+            if (d / "control").exists():  # the shared client connection goes with the server
+                subprocess.run(["ssh", "-o", f"ControlPath={d}/control", "-O", "exit", "127.0.0.1"],
+                               capture_output=True, timeout=10)
 
 
 def _lab_switch(lab_sections) -> SwitchConfig:

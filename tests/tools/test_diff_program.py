@@ -55,7 +55,9 @@ def test_an_ecn_change_replaces_the_switch_apply_and_undoes_nothing(before):
         "type": "command:remote:Command", "name": f"{builders.SWITCH}-apply", "op": "replace",
         "keys": ["create", "triggers"], "effects": ["replace", "rerun"]}
     assert by_name[builders.SWITCH]["op"] == "update" and by_name[builders.SWITCH]["effects"] == []
-    assert set(by_name) == {f"{builders.SWITCH}-apply", builders.SWITCH}  # no undo runs
+    # the host-key check runs again before the apply; no undo runs
+    assert by_name[f"{builders.SWITCH}-host-key"]["op"] == "replace"
+    assert set(by_name) == {f"{builders.SWITCH}-apply", f"{builders.SWITCH}-host-key", builders.SWITCH}
 
 
 def test_another_worker_is_created_and_the_rest_stays(before):

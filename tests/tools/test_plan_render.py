@@ -168,3 +168,26 @@ def test_render_works_offline_for_every_stack_and_secrets_keep_their_keys(stack,
         token = next(m for m in secrets if m["metadata"]["name"] == "bitfusion-secret")
         assert set(token["stringData"]) == {"ca.crt", "client.yaml", "servers.conf"}
         assert set(token["stringData"].values()) == {"[secret]"}
+
+
+def test_a_dockerconfigjson_is_redacted_inside_its_structure_in_string_data_and_in_data():
+    import base64
+
+    from pulumi.runtime import rpc
+
+    def secret(value):
+        return {rpc._special_sig_key: rpc._special_secret_sig, "value": value}
+
+    config = json.dumps({"auths": {"registry.lab.local:5000": {"auth": "dXNlcjpwYXNz", "email": "ops@lab"}},
+                         "HttpHeaders": {"User-Agent": "x"}})
+    expected = {"auths": {"registry.lab.local:5000": {"auth": base64.b64encode(b"[secret]:[secret]").decode(),
+                                                      "email": "[secret]"}},
+                "HttpHeaders": {"User-Agent": "[secret]"}}
+    as_string = render.redact_per_key({"stringData": secret({".dockerconfigjson": config})})
+    assert json.loads(as_string["stringData"][".dockerconfigjson"]) == expected
+    as_data = render.redact_per_key({"data": secret({".dockerconfigjson": base64.b64encode(config.encode()).decode()})})
+    assert json.loads(base64.b64decode(as_data["data"][".dockerconfigjson"])) == expected
+    # what is not a docker config tells nothing of itself; a value that is not secret stays as it is
+    assert render.redact_per_key({"stringData": secret({".dockerconfigjson": "user:pass"})}) == {
+        "stringData": {".dockerconfigjson": '{"auths": {}}'}}
+    assert render.redact_per_key({"stringData": {".dockerconfigjson": config}}) == {"stringData": {".dockerconfigjson": config}}

@@ -115,6 +115,15 @@ CASES = [
      [f"vsphere.workers.names[3]: name '{builders.WORKERS[0]}'", "vsphere.workers.names[0]", "names must be unique"]),
     ("two-control-plane-vms", lab_data(lambda c: c[VSPHERE]["controlPlane"].update(names=builders.CONTROL_PLANE[:2])),
      ["vsphere.controlPlane.names: 2 control-plane node(s)", "at least 3"]),
+    ("helper-host-key-not-a-key", lab_data(lambda c: c[OPENSHIFT]["helper"].update(hostKey="ssh-ed25519 AAAA")),
+     ["openshift.helper.hostKey: 'ssh-ed25519 AAAA' is not an OpenSSH public key (the key data is truncated)",
+      "ssh-keyscan -t ed25519 <address>"]),
+    ("switch-host-key-private-key", lab_data(lambda c: c[SWITCH][0].update(
+        hostKey="-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----")),
+     ["switches[0].hostKey: is a private key; a host key is the host's public key", "'ssh-ed25519 AAAA...'"]),
+    ("switch-host-key-two-lines", lab_data(lambda c: c[SWITCH][0].update(
+        hostKey="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO\nssh-rsa AAAA")),
+     ["switches[0].hostKey: is 2 lines, not one key line"]),
     ("several-mistakes", lab_data(lambda c: (
         c.__setitem__("gpu-lab:addon", c.pop("gpu-lab:addons")),
         c["gpu-lab:vsphere"]["vds"].update(lacp=True),
@@ -196,3 +205,19 @@ def test_program_refuses_a_credential_the_engine_did_not_mark_secret():
     message = run_with(config, secrets=secrets)
     assert "vsphere:password: is in plain text" in message and "hunter2" not in message
     assert "pulumi config set --secret vsphere:password <value>" in message
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("dXNlcjpwYXNzd29yZA==", "gpu-lab:registryAuth: is not JSON"),
+    ('{"auths": {}}', 'gpu-lab:registryAuth: needs a non-empty "auths" object'),
+])
+def test_program_refuses_a_registry_auth_that_is_not_dockerconfigjson(value, fragment):
+    """Before the API server would (it refuses a .dockerconfigjson that is not JSON), and without its value."""
+    from tools.stackfile import offline_secrets
+
+    config = builders.lab_stack()
+    secrets = offline_secrets(config)
+    secrets["gpu-lab:registryAuth"] = value
+    message = run_with(config, secrets=secrets)
+    assert fragment in message and value not in message
+    assert message.startswith("1 problem(s) in the lab secrets (values not shown)")

@@ -61,6 +61,6 @@ def test_up_gates_on_the_built_commit_and_the_real_preview_then_records_the_comm
     steps = [step.get("run", "") for step in jobs["up"]["steps"]]
     order = [next(i for i, run in enumerate(steps) if needle in run) for needle in (
         "pulumi stack tag get gpu-lab:commit", "tools.up_gate diff build/up-diff/diff.json",
-        "pulumi preview --stack lab --policy-pack policies --non-interactive --json",
+        "pulumi preview --stack lab --policy-pack policies --policy-pack-config policies/config.up.json",
         "tools.up_gate preview preview.json", "pulumi up --stack lab --yes", "pulumi stack tag set gpu-lab:commit")]
     assert order == sorted(order)

@@ -69,10 +69,12 @@ def test_a_script_change_is_found_and_passes_once_declared(recorded):
     config, directory, _ = recorded
     edited = builders.with_value(config, "gpu-lab:switches.0.roce.ecnMinKb", 160)
     found = upgrade.findings("test", upgrade.read_baseline("test", directory), planned(edited))
-    assert [(f.name, f.change) for f in found] == [(f"{builders.SWITCH}-apply", "replace"),
-                                                  (f"{builders.SWITCH}-apply", "rerun")]
+    assert sorted((f.name, f.change) for f in found) == [
+        (f"{builders.SWITCH}-apply", "replace"), (f"{builders.SWITCH}-apply", "rerun"),
+        (f"{builders.SWITCH}-host-key", "replace"), (f"{builders.SWITCH}-host-key", "rerun")]
     assert upgrade.undeclared(found, upgrade.declarations(CHANGELOG.format(rows=""), "0.3.0", ("test",))) == found
-    rows = f"| test | {builders.SWITCH}-apply | replace | new ECN thresholds |\n| * | sw0*-apply | rerun | same |"
+    rows = (f"| test | {builders.SWITCH}-apply | replace | new ECN thresholds |\n| * | sw0*-apply | rerun | same |\n"
+            f"| test | {builders.SWITCH}-host-key | replace | checked again first |\n| * | sw0*-host-key | rerun | same |")
     declared = upgrade.declarations(CHANGELOG.format(rows=rows), "0.3.0", ("test",))
     assert upgrade.undeclared(found, declared) == []
     # the entry of another version does not count

@@ -1,0 +1,1 @@
+"""SSH trust shared by every connection the lab makes: pinned host keys checked before use."""
