@@ -87,8 +87,9 @@ def main() -> None:
             lab=plan.addons,
             secrets=secrets,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
-        # Deleted before the nodes are drained and the VMs go.
-        ), pulumi.ResourceOptions(depends_on=[r for r in (vms, nodes) if r is not None]))
+            # Deleted before the nodes are drained and the VMs go.
+            after=[r for r in (nodes, vms) if r is not None],
+        ))
 
 
 if __name__ == "__main__":

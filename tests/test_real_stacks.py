@@ -9,9 +9,12 @@ Everything else is tested on the tests' own stacks (tests/builders.py).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tools import plan, policy_check, upgrade
 from tools.stackfile import stack_path
@@ -52,3 +55,20 @@ def test_upgrade_gate_nothing_undeclared_moves_reruns_reboots_or_is_replaced(sta
     missing = upgrade.undeclared(found, declared)
     assert missing == [], "declare these in CHANGELOG.md (### Declared changes) or undo them:\n" + "\n".join(
         f.line() for f in missing)
+
+
+def test_make_diff_refuses_removing_a_middle_worker_of_the_lab(tmp_path):
+    # Pulumi.lab.yaml at HEAD is the lab as built; removing a worker from the middle of its
+    # positional names would move the later ones: the identity guard's check refuses it (exit 2,
+    # the workers that would move and the lists that keep them), as the real preview would.
+    stack = yaml.safe_load((REPO / REAL_STACKS["lab"]).read_text())
+    names = stack["config"]["gpu-lab:vsphere"]["workers"]["names"]
+    stack["config"]["gpu-lab:vsphere"]["workers"]["names"] = [names[0], *names[2:]]
+    path = tmp_path / REAL_STACKS["lab"]
+    path.write_text(yaml.safe_dump(stack, sort_keys=False))
+    done = subprocess.run([sys.executable, "-m", "tools.diff", "--stack", "lab", "--stack-file", str(path),
+                           "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "a running lab cannot take this edit" in done.stderr
+    assert f"{names[2]}: managementAddress" in done.stderr and "managementAddresses: [" in done.stderr
+    assert not (tmp_path / "out" / "diff.json").exists()

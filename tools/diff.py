@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.dynamic import ResourceProvider
 
 from tools.mockrun import Recorded, Run, unwrap_secrets
 from tools.plan import describe_assets, tidy_numbers
@@ -685,6 +686,17 @@ class DynamicRule(Rule):
             return ProviderDiff(bool(paths), list(result.replaces or []))
         return ProviderDiff(bool(result.changes), list(result.replaces or []))
 
+    def check(self, old: Planned, new: Planned, inputs: dict[str, Any]) -> list[str]:
+        """The provider's `check(olds, news)`, which the engine calls before any step of a preview
+        (`DynamicResourceProviderServicer.Check`): a failure stops the preview. Our identity guard
+        (components/identity.py) refuses an edit a running lab cannot take there."""
+        def plain(values: Mapping[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in values.items() if k != "__provider"}
+        provider = self.provider(new)
+        if type(provider).check is ResourceProvider.check:
+            return []
+        return [f.reason for f in provider.check(plain(old.inputs), plain(inputs)).failures or []]
+
     def effects(self, op, old, new, inputs, paths):
         r = new or old
         kind = r.inputs.get("kind") if r is not None else None
@@ -785,6 +797,8 @@ class Engine:
         self.order = [r.urn for r in new]
         self.seen: dict[str, _Seen] = {}
         self.claimed: dict[str, str] = {}  # base URN -> new URN
+        self.refusals: list[str] = []
+        """What the providers' check refuses (a preview fails with it, before any step runs)."""
         self.ctx = Context(self.new, lambda r: self.visit(r.urn).inputs)
 
     def group(self, urn: str, table: Mapping[str, Planned]) -> str:
@@ -808,6 +822,8 @@ class Engine:
         seen.inputs = inputs = self.preview_inputs(r, old)
         rule = rule_for(r.type)
         group = self.group(urn, self.new)
+        if old is not None and isinstance(rule, DynamicRule):
+            self.refusals += [f"{r.name}: {reason}" for reason in rule.check(old, r, inputs)]
         if old is None:
             seen.step = Step(urn, r.type, r.name, "create", [], rule.effects("create", None, r, inputs, []), group)
             seen.volatile = _volatile(r, with_id=True)
@@ -915,6 +931,14 @@ def _keys(paths: list[Path_]) -> list[str]:
 
 def steps_between(base: list[Planned], new: list[Planned]) -> list[Step]:
     return Engine(base, new).run()
+
+
+def refusals(base: Run, new: Run) -> list[str]:
+    """What the preview of `new` on a lab built from `base` would refuse before any step runs (the
+    providers' check: the identity guard's messages), as `make diff` prints them."""
+    engine = Engine(snapshot(base), snapshot(new))
+    engine.run()
+    return engine.refusals
 
 
 def changes(base: Run, new: Run) -> list[dict[str, Any]]:
@@ -1057,7 +1081,12 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    steps = steps_between(base or [], new)
+    engine = Engine(base or [], new)
+    steps = engine.run()
+    if engine.refusals:
+        print("error: a running lab cannot take this edit; `pulumi preview` would refuse it too:", file=sys.stderr)
+        print("\n".join(f"  - {reason}" for reason in engine.refusals), file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     doc = document(steps, commit, args.stack, base_missing=base is None)
     (out / "diff.json").write_text(json.dumps(doc, indent=2) + "\n")

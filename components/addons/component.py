@@ -8,6 +8,7 @@ provider built from the kubeconfig (the OpenShift install's, or `gpu-lab:kubecon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -32,6 +33,9 @@ class ClusterAddonsArgs:
     """registry_auth, nvidia_license_token, gridd_conf, bitfusion_client_token as needed."""
     kubeconfig: pulumi.Input[str] | None
     """Secret kubeconfig of the cluster; None is an error naming gpu-lab:kubeconfig."""
+    after: Sequence[pulumi.Resource] = ()
+    """What the add-ons run on (the nodes, the VMs): every child depends on it, so the engine creates
+    the add-ons after it and deletes them before it (a component's dependencies are not its children's)."""
 
 
 class MissingKubeconfigError(pulumi.RunError):
@@ -60,8 +64,8 @@ class ClusterAddons(pulumi.ComponentResource):
                          {"enabled": addons.enabled_map(), "versions": versions.summary()}, opts)
 
         provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
-                                opts=pulumi.ResourceOptions(parent=self))
-        kube = Kube(name, self, provider, openshift=lab.openshift)
+                                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
+        kube = Kube(name, self, provider, openshift=lab.openshift, after=tuple(args.after))
         workload_ns = addons.jobs.namespace
 
         nfd = deploy_nfd(kube) if addons.nfd.enabled else None

@@ -40,9 +40,9 @@ def test_the_lab_is_openshift(stack_run):
 
 
 def test_addons_wait_for_the_vms(monkeypatch):
-    # The SDK sends a component's depends_on to the engine as the URNs of the dependency's
-    # resources (a component expands to its children), and registers the component only once
-    # those exist; the add-ons' own resources are its children, so they wait for every VM.
+    # The SDK sends depends_on on a component to the engine as the URNs of that component's
+    # resources (a component expands to its children); each add-on resource carries it itself, so
+    # the engine creates it after every VM and node and deletes it before them.
     dependencies: dict[str, list[str]] = {}
 
     class KeepingDependencies(mockrun.RecordingMonitor):
@@ -56,9 +56,12 @@ def test_addons_wait_for_the_vms(monkeypatch):
     vms = run.of_type("vsphere:index/virtualMachine:VirtualMachine")
     assert sorted(vm.name for vm in vms) == sorted(f"vms-{n}" for n in
                                                    [*builders.CONTROL_PLANE, *builders.WORKERS, builders.BOOTSTRAP])
-    waits_for = set(dependencies[f"{addons.type}::{addons.name}"])
-    assert {vm.urn for vm in vms} <= waits_for, sorted(waits_for)
-    assert run.children_of(addons.name), "the add-ons' resources are the component's children"
+    # every child waits for every VM itself (a component's dependencies are not its children's)
+    children = run.children_of(addons.name)
+    assert children, "the add-ons' resources are the component's children"
+    for child in children:
+        waits_for = set(dependencies[f"{child.type}::{child.name}"])
+        assert {vm.urn for vm in vms} <= waits_for, child.name
     # the kubeconfig comes from the OpenShift install, as a secret
     (provider,) = [r for r in run.of_type("pulumi:providers:kubernetes") if r.name == "addons-k8s"]
     assert provider.secret_paths() == ["kubeconfig"]

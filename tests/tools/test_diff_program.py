@@ -109,3 +109,4 @@ def test_a_stack_missing_at_base_is_all_creates_and_fail_on_sees_the_effects(tmp
     assert (out / "diff.json").read_bytes() == first  # deterministic
     done = diff_cli("--stack", "test", "--stack-file", str(path), "--out", str(out), "--fail-on", "replace,delete")
     assert done.returncode == 0
+
