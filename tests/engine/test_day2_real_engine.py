@@ -23,6 +23,8 @@ from required_tools import require_tool
 
 PULL = '{"auths":{"registry.example":{"auth":"Zmlyc3Q="}}}'
 ROTATED_PULL = '{"auths":{"registry.example":{"auth":"c2Vjb25k"}}}'
+# an ed25519 key of 32 bytes 0x01: no sshd here has it
+WRONG_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEB"
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOfQ8wJX6kH3b6dJkh6rSQyk8p0m2Q7FaHqWb2WwqkDs core@day2"
 
 
@@ -75,6 +77,18 @@ def _installer_calls(lab) -> list[str]:
 @pytest.mark.built_by_hand
 def test_a_week_of_changes_on_a_running_lab(lab):
     helper: HelperNode = lab.helper
+    # a pinned key the helper does not have: nothing is sent to it, the error names both fingerprints
+    pinned = lab.config["gpu-lab:openshift"]["helper"]["hostKey"]
+    lab.config["gpu-lab:openshift"]["helper"]["hostKey"] = WRONG_HOST_KEY
+    lab.write_config()
+    refused = lab.pulumi("up", "--yes", "--skip-preview", check=False)
+    assert refused.returncode != 0
+    message = refused.stdout + refused.stderr
+    assert f"SSH host key mismatch for 127.0.0.1:{helper.port}" in message and "openshift.helper.hostKey pins" in message
+    assert message.count("SHA256:") >= 2
+    assert not (helper.root / "etc").exists()  # no helper step ran
+    lab.config["gpu-lab:openshift"]["helper"]["hostKey"] = pinned
+    lab.write_config()
     # day 1
     lab.up()
     lab.expect_no_changes()
