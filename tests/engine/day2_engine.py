@@ -270,11 +270,34 @@ class Day2Lab:
         return [Step(s["op"], s.get("newState", s.get("oldState", {})).get("type", ""), s["urn"].rsplit("::", 1)[-1])
                 for s in steps if s["op"] != "same"]
 
+    def offline_ops(self, before: dict[str, Any], before_secrets: dict[str, str]) -> dict[str, str]:
+        """What `make diff` says (tools.diff, under mocks) for the edit from `before` to the stack's
+        config now: {name: op} of every resource it would not leave as it is."""
+        from tools.diff import changes
+        from tools.mockrun import run_program
+
+        old = run_program(before, stack=self.stack, secrets=_as_config_secrets(before_secrets))
+        new = run_program(self.config, stack=self.stack, secrets=_as_config_secrets(self.secrets))
+        return {c["name"]: c["op"] for c in changes(old, new)}
+
     def expect_no_changes(self) -> None:
         self.pulumi("preview", "--expect-no-changes")
 
     def destroy(self) -> dict[str, int]:
         return _summary(self.pulumi("destroy", "--yes", "--skip-preview", "--json").stdout)
+
+
+def _as_config_secrets(secrets: dict[str, str]) -> dict[str, Any]:
+    """The secrets as tools.mockrun takes them (a `--path` key becomes its object)."""
+    out: dict[str, Any] = {}
+    for key, value in secrets.items():
+        namespace, _, rest = key.partition(":")
+        name, _, path = rest.partition(".")
+        if path:
+            out.setdefault(f"{namespace}:{name}", {})[path] = value
+        else:
+            out[key] = value
+    return out
 
 
 def copy_tree(tree: Path, project: Path) -> None:

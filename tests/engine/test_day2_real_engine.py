@@ -11,15 +11,21 @@ in CI too (`built_by_hand`).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+import yaml
 from day2_engine import CACHE, ROOT, Day2Lab, HelperNode, copy_tree, openshift_section, standins
 from required_tools import require_tool
+
+from tools.diff import Planned, snapshot, steps_between
+from tools.mockrun import run_program
 
 PULL = '{"auths":{"registry.example":{"auth":"Zmlyc3Q="}}}'
 ROTATED_PULL = '{"auths":{"registry.example":{"auth":"c2Vjb25k"}}}'
@@ -37,6 +43,18 @@ def _ops(steps) -> dict[str, str]:
     ops = {s.name: s.op for s in steps}
     print(f"preview: {len(ops)} steps: {ops}")
     return ops
+
+
+def _preview_agrees_with_make_diff(lab, before: dict, before_secrets: dict) -> dict[str, str]:
+    """The real preview's steps, checked resource by resource against `make diff`'s for the same edit."""
+    real = _ops(lab.preview())
+    offline = lab.offline_ops(before, before_secrets)
+    assert offline == real, f"make diff {offline} != preview {real}"
+    return real
+
+
+def _snapshot(lab) -> tuple[dict, dict]:
+    return copy.deepcopy(lab.config), dict(lab.secrets)
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +117,10 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.expect_no_changes()
 
     # add a worker
+    before = _snapshot(lab)
     _nodes(lab).append({"name": "dgx-3", "role": "worker", "address": "127.0.10.23", "mac": "52:54:00:00:0a:23"})
     lab.write_config()
-    ops = _ops(lab.preview())
+    ops = _preview_agrees_with_make_diff(lab, *before)
     assert ops == {"lab-identity": "update", "openshift": "update", "openshift-dns": "update",
                    "openshift-lb": "update", "openshift-pxe": "update", "openshift-ignition-access": "update",
                    "openshift-nodes": "update", "openshift-nodes-dgx-3": "create"}, ops
@@ -109,9 +128,10 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.expect_no_changes()
 
     # remove a worker from the middle: only it goes, drained first
+    before = _snapshot(lab)
     lab.config["gpu-lab:openshift"]["nodes"] = [n for n in _nodes(lab) if n["name"] != "dgx-1"]
     lab.write_config()
-    ops = _ops(lab.preview())
+    ops = _preview_agrees_with_make_diff(lab, *before)
     assert ops == {"lab-identity": "update", "openshift": "update", "openshift-dns": "update",
                    "openshift-lb": "update", "openshift-pxe": "update", "openshift-ignition-access": "update",
                    "openshift-nodes": "update", "openshift-nodes-dgx-1": "delete"}, ops
@@ -123,9 +143,10 @@ def test_a_week_of_changes_on_a_running_lab(lab):
         "delete node dgx-1"]
 
     # rotate the pull secret: the running cluster's secret is patched, nothing else runs
+    before = _snapshot(lab)
     lab.secrets["gpu-lab:pullSecret"] = ROTATED_PULL
     lab.write_config()
-    ops = _ops(lab.preview())
+    ops = _preview_agrees_with_make_diff(lab, *before)
     assert ops == {"openshift-pull-secret": "update"}, ops
     lab.up()
     lab.expect_no_changes()
@@ -133,9 +154,10 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     assert patch["target"] == "secret/pull-secret -n openshift-config --type=merge"
 
     # bootstrap done: its ignition leaves the web server, its backends and records go
+    before = _snapshot(lab)
     lab.config["gpu-lab:openshift"]["bootstrap"] = False
     lab.write_config()
-    ops = _ops(lab.preview())
+    ops = _preview_agrees_with_make_diff(lab, *before)
     assert ops == {"openshift": "update", "openshift-dns": "update", "openshift-lb": "update",
                    "openshift-pxe": "update", "openshift-ignition-access": "update",
                    "openshift-publish-bootstrap-ign": "delete"}, ops
@@ -202,6 +224,14 @@ def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_
         lab.write_config()
         copy_tree(ROOT, lab.project)
         ops = _ops(lab.preview())
+        # make diff's engine, with the previous release's program planned by this harness, agrees
+        (previous_release / f"Pulumi.{lab.stack}.yaml").write_text(yaml.safe_dump({"config": {"gpu-lab:openshift": section}}))
+        planned = subprocess.run([sys.executable, str(ROOT / "tools" / "plan_tree.py"), str(previous_release),
+                                  lab.stack], capture_output=True, text=True, cwd=previous_release)
+        assert planned.returncode == 0, planned.stderr
+        offline = steps_between([Planned.from_document(d) for d in json.loads(planned.stdout)],
+                                snapshot(run_program(lab.config, stack=lab.stack)))
+        assert {s.name: s.op for s in offline if s.op != "same"} == ops
         # the install, the one thing that must never run again, is not touched
         assert "openshift-ignition" not in ops
         replaced = sorted(name for name, op in ops.items() if op == "replace")
