@@ -23,6 +23,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -220,7 +221,7 @@ class Day2Lab:
 
     @classmethod
     def create(cls, work: Path, config: dict[str, Any], secrets: dict[str, str], tools: Path,
-               extra_env: dict[str, str] | None = None, tree: Path = ROOT) -> Day2Lab:
+               extra_env: dict[str, str] | None = None, tree: Path = ROOT, stack: str = "day2") -> Day2Lab:
         project = work / "project"
         copy_tree(tree, project)
         env = {**os.environ,
@@ -229,7 +230,7 @@ class Day2Lab:
                "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
                **(extra_env or {})}
         (work / "state").mkdir()
-        lab = cls(work, copy.deepcopy(config), dict(secrets), env=env)
+        lab = cls(work, copy.deepcopy(config), dict(secrets), stack=stack, env=env)
         lab.pulumi("stack", "init", lab.stack)
         lab.write_config()
         return lab
@@ -340,3 +341,196 @@ def standins(tools: Path, log: Path) -> None:
     log.mkdir(parents=True, exist_ok=True)
     _executable(tools / "openshift-install", FAKE_INSTALLER.format(log=log))
     _executable(tools / "oc", FAKE_OC.format(python=sys.executable, log=str(log)))
+
+
+# ---------------------------------------------------------------- the vSphere half and a switch
+
+
+@dataclass
+class VcenterSim:
+    """lab-vcsim (make simulator) on a loopback port, with vcsim's default inventory."""
+
+    proc: subprocess.Popen
+    port: int
+    user: str
+    password: str
+
+    @classmethod
+    def start(cls, binary: Path, d: Path) -> VcenterSim:
+        d.mkdir(parents=True, exist_ok=True)
+        user, password = "lab-admin", f"sim-{os.urandom(6).hex()}"  # vcsim refuses user names with '@'
+        out = (d / "vcsim.out").open("w")
+        proc = subprocess.Popen([str(binary), "-l", "127.0.0.1:0", "-username", user, "-password", password],
+                                stdout=out, stderr=(d / "vcsim.err").open("w"), stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        port = None
+        while port is None:
+            text = (d / "vcsim.out").read_text()
+            for word in text.split():
+                if word.startswith("GOVC_URL=") and "@127.0.0.1:" in word:
+                    port = int(word.rsplit(":", 1)[1].split("/")[0])
+            if port is None:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"lab-vcsim did not start: {(d / 'vcsim.err').read_text()}")
+                time.sleep(0.05)
+        sim = cls(proc, port, user, password)
+        sim.seed()
+        return sim
+
+    def session(self):
+        from components.vsphere import hostops
+
+        return hostops.session("127.0.0.1", self.user, self.password, port=self.port, insecure=True)
+
+    def seed(self) -> None:
+        """ESXi has Net.PVRDMAVmknic (empty until PVRDMA is set up); the simulator's hosts get it too."""
+        from pyVmomi import vim
+
+        for attempt in range(100):
+            try:
+                with self.session() as si:
+                    content = si.RetrieveContent()
+                    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+                    for host in view.view:
+                        host.configManager.advancedOption.UpdateOptions(
+                            changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
+                return
+            except (ConnectionError, OSError):
+                if attempt == 99:
+                    raise
+                time.sleep(0.1)
+
+    def host_settings(self) -> dict[str, tuple[Any, ...]]:
+        """Per host: graphics type, nmlx5_core options, pvrdma ruleset, Net.PVRDMAVmknic."""
+        from pyVmomi import vim
+
+        from components.vsphere import hostops
+
+        found = {}
+        with self.session() as si:
+            content = si.RetrieveContent()
+            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
+            for host in view.view:
+                found[host.name] = (hostops.get_graphics_type(host), hostops.get_module_options(host, "nmlx5_core"),
+                                    hostops.get_ruleset_enabled(host, "pvrdma"),
+                                    hostops.get_advanced_option(host, "Net.PVRDMAVmknic"))
+        return found
+
+    def vm_names(self) -> list[str]:
+        from pyVmomi import vim
+
+        with self.session() as si:
+            content = si.RetrieveContent()
+            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+            return sorted(vm.name for vm in view.view)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+SWITCH_USER = "gpulabsw"
+SWITCH_SHELL = """\
+#!/bin/bash
+# ForceCommand of the stand-in Cumulus switch: bash runs the command text, the model answers `nv`.
+PATH="{bin}:$PATH" exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"
+"""
+
+
+@dataclass
+class CumulusStandIn:
+    """A Cumulus switch on loopback for the real pulumi-command: sshd with password login for a
+    throwaway local user whose sessions run bash with the NVUE model's `nv` first on PATH."""
+
+    dir: Path
+    port: int
+    proc: subprocess.Popen
+    host_key_line: str
+    box: Any
+
+    @classmethod
+    def start(cls, sshd: str, password: str) -> CumulusStandIn:
+        if str(ROOT / "tests" / "switch") not in sys.path:  # the switch tests' NVUE model
+            sys.path.insert(0, str(ROOT / "tests" / "switch"))
+        from switch_sim import CumulusBox
+
+        # readable by the switch user (a pytest tmp dir is root's alone)
+        d = Path(tempfile.mkdtemp(prefix="gpu-lab-switch-", dir="/tmp"))
+        d.chmod(0o755)
+        box = CumulusBox(d / "cumulus")
+        for path in (d / "cumulus", d / "cumulus" / "bin", d / "cumulus" / "bin" / "nv"):
+            path.chmod(0o755)
+        _executable(d / "switch-shell", SWITCH_SHELL.format(bin=d / "cumulus" / "bin"))
+        if subprocess.run(["id", SWITCH_USER], capture_output=True).returncode != 0:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", SWITCH_USER], check=True)
+        cls.set_password(password)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key")], check=True)
+        port = free_port()
+        (d / "sshd_config").write_text(textwrap.dedent(f"""\
+            ListenAddress 127.0.0.1
+            Port {port}
+            HostKey {d}/host_key
+            PidFile {d}/sshd.pid
+            AuthenticationMethods password
+            PasswordAuthentication yes
+            KbdInteractiveAuthentication no
+            PubkeyAuthentication no
+            UsePAM no
+            AllowUsers {SWITCH_USER}
+            ForceCommand {d}/switch-shell
+            LogLevel ERROR
+            """))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL,
+                                stderr=(d / "sshd.log").open("w"))
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"switch sshd did not start: {(d / 'sshd.log').read_text()}") from None
+                time.sleep(0.05)
+        return cls(d, port, proc, " ".join((d / "host_key.pub").read_text().split()[:2]), box)
+
+    @staticmethod
+    def set_password(password: str) -> None:
+        subprocess.run(["chpasswd"], input=f"{SWITCH_USER}:{password}", text=True, check=True)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        subprocess.run(["userdel", SWITCH_USER], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def sim_lab_config(vcenter: VcenterSim, helper: HelperNode, switch: CumulusStandIn, install_dir: Path,
+                   tools: Path) -> dict[str, Any]:
+    """The sim stack's vSphere half on lab-vcsim, OpenShift on its VMs with the helper above, and
+    one Cumulus switch facing the three worker hosts; every address a documentation range or loopback."""
+    sim = yaml.safe_load((ROOT / "Pulumi.sim.yaml").read_text())["config"]
+    vsphere = copy.deepcopy(sim["gpu-lab:vsphere"])
+    for group in ("controlPlane", "workers"):
+        vsphere[group].pop("cloudInitUserData", None)  # ignition from the install instead
+    vsphere["bootstrap"] = {"name": "simbs01", "managementAddress": "198.51.100.10",
+                            "sizing": {"cpus": 4, "memoryGb": 16, "diskGb": 100}}
+    openshift = openshift_section(helper, install_dir, tools)
+    openshift.update(clusterName="sim", networks={"machineNetwork": [vsphere["networks"]["management"]["vmCidr"]]},
+                     nodes=[])
+    return {
+        "vsphere:vsphereServer": f"127.0.0.1:{vcenter.port}",
+        "vsphere:user": vcenter.user,
+        "vsphere:allowUnverifiedSsl": "true",
+        "gpu-lab:vsphere": vsphere,
+        "gpu-lab:openshift": openshift,
+        "gpu-lab:switches": [{
+            "name": "simsw01", "os": "cumulus", "managementAddress": "127.0.0.1", "sshPort": switch.port,
+            "user": SWITCH_USER, "hostKey": switch.host_key_line, "connectTimeoutSeconds": 5,
+            "ports": {"hosts": ["swp1", "swp2", "swp3"]},
+            "roce": {"trafficClass": 3, "ecnMinKb": 150, "ecnMaxKb": 1500, "pfcMode": "lossless", "pfcPriority": 3,
+                     "trust": "dscp", "mtu": 9216, "bufferKb": 16384},
+        }],
+    }

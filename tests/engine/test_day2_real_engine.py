@@ -21,7 +21,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from day2_engine import CACHE, ROOT, Day2Lab, HelperNode, copy_tree, openshift_section, standins
+from day2_engine import (
+    CACHE,
+    ROOT,
+    CumulusStandIn,
+    Day2Lab,
+    HelperNode,
+    VcenterSim,
+    copy_tree,
+    openshift_section,
+    sim_lab_config,
+    standins,
+)
 from required_tools import require_tool
 
 from tools.diff import Planned, snapshot, steps_between
@@ -252,3 +263,140 @@ def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_
 
 def _installer_calls_of(log: Path) -> list[str]:
     return (log / "installer-calls").read_text().splitlines()
+
+
+LAB_VCSIM = Path(os.environ.get("VCSIM", ROOT / "build" / "bin" / "lab-vcsim"))
+NVUE_ECN = "nv set qos congestion-control default-global traffic-class 3"
+
+
+@pytest.mark.built_by_hand
+def test_a_week_on_the_simulated_lab(tmp_path):
+    """The whole lab on loopback: the vSphere half on lab-vcsim with the real pulumi-vsphere plugin,
+    OpenShift on its VMs with the helper node on sshd, and a Cumulus switch stand-in."""
+    if not (CACHE / "bin" / "pulumi").exists() or not all(map(_plugin_installed, ("command", "vsphere"))):
+        pytest.skip("needs the engine and the pulumi-command and pulumi-vsphere plugins built by hand (docs/engine.md)")
+    if not LAB_VCSIM.exists():
+        pytest.skip(f"no lab-vcsim at {LAB_VCSIM}: run make simulator")
+    sshd = require_tool("sshd", "run scripts/install-switch-test-tools.sh")
+    tools, log = tmp_path / "tools", tmp_path / "log"
+    standins(tools, log)
+    vcenter = VcenterSim.start(LAB_VCSIM, tmp_path / "vcsim")
+    helper = HelperNode.start(tmp_path / "helper", sshd)
+    switch_password = f"sw-{os.urandom(6).hex()}"
+    switch = CumulusStandIn.start(sshd, switch_password)
+    settings_before = vcenter.host_settings()
+    vms_before = vcenter.vm_names()
+    config = sim_lab_config(vcenter, helper, switch, tmp_path / "install", tools)
+    secrets = {"vsphere:password": vcenter.password, "gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
+               "gpu-lab:helperSshPrivateKey": helper.client_key.read_text(),
+               "gpu-lab:switchPasswords.simsw01": switch_password}
+    nodes = "simcp01 simcp02 simcp03 simw01 simw02 simw03 simw04"
+    lab = Day2Lab.create(tmp_path / "lab", config, secrets, tools, {"FAKE_OC_NODES": nodes}, stack="sim")
+    workers = lab.config["gpu-lab:vsphere"]["workers"]
+    try:
+        # day 1, then nothing to do
+        print("day 1:", lab.up())
+        lab.expect_no_changes()
+        second = lab.up()
+        assert set(second) == {"same"}, second  # twice in a row with no edit: nothing
+        lab.expect_no_changes()
+        assert any(c.startswith(NVUE_ECN) for c in switch.box.received())
+
+        # add a worker at the end of the list
+        before = _snapshot(lab)
+        workers["names"].append("simw04")
+        lab.write_config()
+        ops = _preview_agrees_with_make_diff(lab, *before)
+        assert ops["vms-simw04"] == "create" and not [n for n, op in ops.items() if op in ("replace", "delete")]
+        lab.up()
+        lab.expect_no_changes()
+
+        # tune ECN on the switch: applied over the old configuration, nothing undone first
+        before = _snapshot(lab)
+        received = len(switch.box.received())
+        lab.config["gpu-lab:switches"][0]["roce"]["ecnMinKb"] = 200
+        lab.write_config()
+        ops = _preview_agrees_with_make_diff(lab, *before)
+        assert ops.get("simsw01-apply") == "replace" and not [n for n in ops if "undo" in n or n == "simsw01-config"]
+        lab.up()
+        lab.expect_no_changes()
+        sent = switch.box.received()[received:]
+        assert not [c for c in sent if c.startswith("nv unset")], sent
+
+        # rotate the switch password: the Commands store it, only a read-only login check runs
+        before = _snapshot(lab)
+        received = len(switch.box.received())
+        switch_password = f"sw-{os.urandom(6).hex()}"
+        CumulusStandIn.set_password(switch_password)
+        lab.secrets["gpu-lab:switchPasswords.simsw01"] = switch_password
+        lab.write_config()
+        _preview_agrees_with_make_diff(lab, *before)
+        lab.up()
+        lab.expect_no_changes()
+        assert [c for c in switch.box.received()[received:] if not c.startswith("nv show")] == []
+
+        # a new template reaches new VMs only
+        before = _snapshot(lab)
+        lab.config["gpu-lab:vsphere"]["template"] = "DC0_H0_VM1"
+        lab.write_config()
+        ops = _preview_agrees_with_make_diff(lab, *before)
+        assert not [n for n in ops if n.startswith("vms-sim") and "vgpu" not in n], ops
+        lab.up()
+        lab.expect_no_changes()
+
+        # remove a worker from the middle: refused with positional forms, fine with the lists
+        before = _snapshot(lab)
+        workers["names"] = ["simw01", "simw03", "simw04"]
+        lab.write_config()
+        refused = lab.pulumi("preview", check=False)
+        assert refused.returncode != 0 and "would move running nodes" in refused.stdout + refused.stderr
+        workers["names"] = ["simw01", "simw02", "simw03", "simw04"]
+        workers.update(managementAddresses=[f"198.51.100.5{i}" for i in range(1, 5)],
+                       rdmaAddresses=[f"203.0.113.5{i}" for i in range(1, 5)],
+                       hosts=["DC0_C0_H0", "DC0_C0_H1", "DC0_C0_H2", "DC0_C0_H0"])
+        lab.write_config()
+        assert not [n for n, op in _preview_agrees_with_make_diff(lab, *before).items()
+                    if n.startswith(("vms-simw", "openshift")) and op != "update"]
+        lab.up()
+        lab.expect_no_changes()
+        before = _snapshot(lab)
+        for key in ("names", "managementAddresses", "rdmaAddresses", "hosts"):
+            del workers[key][1]
+        lab.write_config()
+        ops = _preview_agrees_with_make_diff(lab, *before)
+        assert ops["vms-simw02"] == "delete" and ops["openshift-nodes-simw02"] == "delete"
+        assert not [n for n, op in ops.items() if op == "replace"], ops
+        lab.up()
+        lab.expect_no_changes()
+
+        # rotate the pull secret; switch the bootstrap node off
+        before = _snapshot(lab)
+        lab.secrets["gpu-lab:pullSecret"] = ROTATED_PULL
+        lab.write_config()
+        assert _preview_agrees_with_make_diff(lab, *before) == {"openshift-pull-secret": "update"}
+        lab.up()
+        lab.expect_no_changes()
+        before = _snapshot(lab)
+        lab.config["gpu-lab:openshift"]["bootstrap"] = False
+        lab.write_config()
+        ops = _preview_agrees_with_make_diff(lab, *before)
+        assert ops["vms-simbs01"] == "delete" and ops["openshift-publish-bootstrap-ign"] == "delete"
+        lab.up()
+        lab.expect_no_changes()
+        assert [c.split()[-1] for c in _installer_calls_of(log)] == ["manifests", "ignition-configs"]
+
+        # down: everything as it was found
+        print("destroy:", lab.destroy())
+        lab.destroyed = True  # type: ignore[attr-defined]
+        assert vcenter.host_settings() == settings_before
+        assert vcenter.vm_names() == vms_before
+        assert helper.files() == ["tftpboot/grubx64.efi", "tftpboot/pxelinux.0"]
+        assert switch.box.state.applied == type(switch.box.state)().applied
+    finally:
+        try:
+            if not getattr(lab, "destroyed", False):
+                lab.destroy()
+        finally:
+            for part in (switch, helper, vcenter):
+                part.stop()
+            print("\n".join(lab.log))
