@@ -887,10 +887,11 @@ class VmVgpuProfile(Resource):
             "vmId": vm_id,
             "vmName": vm_name,
             "profile": profile,
-            "kubeconfig": pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
-            "oc": oc,
-            "nodeName": node_name if node_name is not None else vm_name,
             ORIGINAL: None,
         }
+        if kubeconfig is not None:
+            # Only with a cluster to drain: a lab without one (and its state) keeps the inputs it had.
+            props.update(kubeconfig=pulumi.Output.secret(kubeconfig), oc=oc,
+                         nodeName=node_name if node_name is not None else vm_name)
         super().__init__(_VGPU_PROFILE, name, props, pulumi.ResourceOptions.merge(
             _with_secret_outputs(opts), pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))

@@ -511,10 +511,27 @@ def sim_lab_config(vcenter: VcenterSim, helper: HelperNode, switch: CumulusStand
                    tools: Path) -> dict[str, Any]:
     """The sim stack's vSphere half on lab-vcsim, OpenShift on its VMs with the helper above, and
     one Cumulus switch facing the three worker hosts; every address a documentation range or loopback."""
-    sim = yaml.safe_load((ROOT / "Pulumi.sim.yaml").read_text())["config"]
-    vsphere = copy.deepcopy(sim["gpu-lab:vsphere"])
-    for group in ("controlPlane", "workers"):
-        vsphere[group].pop("cloudInitUserData", None)  # ignition from the install instead
+    # vcsim's default inventory: datacenter DC0, cluster DC0_C0 with hosts DC0_C0_H0..H2 (their
+    # free NIC vmnic1 the RoCE uplink), the standalone DC0_H0 with its "VM Network", LocalDS_0,
+    # and DC0_H0_VM0 as the template; addresses from the documentation ranges (RFC 5737)
+    vsphere = {
+        "datacenter": "DC0", "cluster": "DC0_C0", "datastore": "LocalDS_0", "template": "DC0_H0_VM0",
+        "managementHost": "DC0_H0",
+        "workerHosts": [{"name": f"DC0_C0_H{i}", "rdmaUplinks": ["vmnic1"]} for i in range(3)],
+        "vmkAddresses": {"first": "203.0.113.24"},
+        "networks": {
+            "management": {"hostCidr": "192.0.2.0/24", "vmCidr": "198.51.100.0/24", "portGroup": "lab-management",
+                           "vlan": 7, "managementHostNetwork": "VM Network"},
+            "rdma": {"cidr": "203.0.113.0/24", "portGroup": "lab-rdma", "vlan": 0, "mtu": 9000, "pfcPriority": 3,
+                     "trust": "dscp"},
+        },
+        "vds": {"name": "lab-roce-vds", "version": "6.6.0", "mtu": 9000, "lacp": False},
+        "controlPlane": {"names": ["simcp01", "simcp02", "simcp03"], "sizing": {"cpus": 4, "memoryGb": 16, "diskGb": 50},
+                         "managementAddresses": {"first": "198.51.100.11"}},
+        "workers": {"names": ["simw01", "simw02", "simw03"], "sizing": {"cpus": 4, "memoryGb": 24, "diskGb": 50},
+                    "managementAddresses": {"first": "198.51.100.51"}, "rdmaAddresses": {"first": "203.0.113.51"},
+                    "vgpuProfile": "grid_v100-16c"},
+    }
     vsphere["bootstrap"] = {"name": "simbs01", "managementAddress": "198.51.100.10",
                             "sizing": {"cpus": 4, "memoryGb": 16, "diskGb": 100}}
     openshift = openshift_section(helper, install_dir, tools)

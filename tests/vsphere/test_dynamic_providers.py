@@ -316,7 +316,8 @@ CONTRACT_INPUTS = {
     "vsphere-host-firewall-ruleset": {"hostName", "ruleset", "enabled"},
     "vsphere-host-graphics": {"hostName", "graphicsType"},
     "vsphere-host-module-options": {"hostName", "module", "options"},
-    "vsphere-vm-vgpu": {"vmName", "vmId", "profile", "oc", "nodeName"},
+    # oc, nodeName and kubeconfig only with a cluster to drain (none in this program)
+    "vsphere-vm-vgpu": {"vmName", "vmId", "profile"},
 }
 
 
