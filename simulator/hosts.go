@@ -40,6 +40,11 @@ var nicTypes = []string{"management", "vmotion", "faultToleranceLogging", "vSphe
 func extend(model *simulator.Model) error {
 	ctx := model.Service.Context
 	registry := ctx.Map
+	hooks := inventoryHooks{}
+	for _, obj := range registry.AllReference("VirtualMachine") {
+		hooks.PutObject(ctx, obj)
+	}
+	registry.AddHandler(hooks)
 	for _, entity := range registry.All("HostSystem") {
 		host, ok := entity.(*simulator.HostSystem)
 		if !ok {

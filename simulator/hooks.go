@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// inventoryHooks fills in, on every object put into the inventory (the model's and each later
+// one), what vCenter always sends and the simulator leaves empty.
+type inventoryHooks struct{}
+
+func (inventoryHooks) Reference() types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "LabVcsimInventoryHooks", Value: "hooks"}
+}
+
+func (inventoryHooks) PutObject(ctx *simulator.Context, obj mo.Reference) {
+	if vm, ok := obj.(*simulator.VirtualMachine); ok {
+		// Required enums of VirtualMachineRuntimeInfo (WSDL minOccurs 1); sent empty, pyVmomi
+		// cannot read a VM's runtime at all.
+		for _, runtime := range []*types.VirtualMachineRuntimeInfo{&vm.Runtime, &vm.Summary.Runtime} {
+			if runtime.FaultToleranceState == "" {
+				runtime.FaultToleranceState = types.VirtualMachineFaultToleranceStateNotConfigured
+			}
+			if runtime.RecordReplayState == "" {
+				runtime.RecordReplayState = types.VirtualMachineRecordReplayStateInactive
+			}
+		}
+	}
+}
+
+func (inventoryHooks) UpdateObject(*simulator.Context, mo.Reference, []types.PropertyChange) {}
+
+func (inventoryHooks) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
