@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The whole program under the real Pulumi engine and the real provider plugins, against a
-# vCenter simulator (vcsim) on a loopback port: `pulumi preview --policy-pack policies` of a
-# stack, and for the sim stack optionally `up` and `destroy`.
+# vCenter simulator (lab-vcsim, `make simulator`) on a loopback port: `pulumi preview
+# --policy-pack policies` of a stack, and for the sim stack optionally `up` and `destroy`.
 #
 #   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up] [--no-policy]
 #
-# The project is copied to a temporary directory (the stack file there gets the vcsim address,
+# The project is copied to a temporary directory (the stack file there gets the simulator's address,
 # the passphrase salt and placeholder secrets; the repo's files are not touched) with a local
-# file backend. vsphere:vsphereServer becomes 127.0.0.1:<port>, the port the kernel gave vcsim.
+# file backend. vsphere:vsphereServer becomes 127.0.0.1:<port>, the port the kernel gave lab-vcsim.
 # lab and openshift are previewed only: preview runs no Command, so their switches and helper
 # node are never contacted; `--up` is refused for them.
 #
@@ -16,8 +16,9 @@
 # installed (docs/engine.md says how to build them).
 #
 # Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
-#      VCSIM (default <repo>/.cache/bin/vcsim, else on PATH), SIM_KEEP=1 keeps the work dir,
-#      SIM_VCSIM_ARGS extra vcsim flags (e.g. "-cluster 1 -host 8").
+#      VCSIM (default <repo>/build/bin/lab-vcsim), SIM_KEEP=1 keeps the work dir,
+#      SIM_VCSIM_ARGS extra lab-vcsim flags (e.g. "-cluster 1 -host 8"),
+#      SIM_PARALLEL the engine's --parallel for up and destroy (default: the engine's own).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,7 +46,7 @@ fi
 skip() { echo "SKIP $*"; exit 77; }
 [[ -x $CACHE/bin/pulumi ]] || skip "no Pulumi engine in $CACHE: run make setup-pulumi"
 [[ -x $PY ]] || skip "no virtualenv at $VENV: run make setup"
-[[ -n $VCSIM ]] || skip "no vcsim: run scripts/install-vcsim.sh"
+[[ -n $VCSIM ]] || skip "no lab-vcsim: run make simulator"
 
 export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
 export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
@@ -91,35 +92,12 @@ run() {
     [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
 }
 
-# ---------------------------------------------------------------- vcsim
-SIM_USER=lab-admin  # vcsim refuses user names with '@'
+# ---------------------------------------------------------------- lab-vcsim
+SIM_USER=lab-admin  # the simulator refuses user names with '@'
 SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 # shellcheck disable=SC2086  # SIM_VCSIM_ARGS is a list of flags
 start_vcsim "$SIM_USER" "$SIM_PASSWORD" ${SIM_VCSIM_ARGS:-}
-# ESXi has Net.PVRDMAVmknic (empty until PVRDMA is set up); vcsim has no such option, so it is
-# created empty on every host, as on a fresh ESXi.
-SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF' \
-    || fail "seeding vcsim"
-import os, time
-from pyVmomi import vim
-from components.vsphere import hostops
-
-for attempt in range(100):  # vcsim prints its URL a moment before it answers
-    try:
-        with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
-                             port=int(os.environ["SIM_PORT"]), insecure=True) as si:
-            content = si.RetrieveContent()
-            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
-            for host in view.view:
-                host.configManager.advancedOption.UpdateOptions(
-                    changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
-        break
-    except (ConnectionError, OSError):
-        if attempt == 99:
-            raise
-        time.sleep(0.1)
-EOF
-pass "vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}"
+pass "lab-vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}"
 
 # ---------------------------------------------------------------- project copy + stack
 PROJ=$WORK/proj
@@ -164,27 +142,57 @@ fi
 creates=$(grep -E '^ +\+ [0-9]+ to create' "$WORK/preview.log" | grep -oE '[0-9]+' || echo 0)
 pass "preview ${PACK_ARGS[*]}: $creates to create, $((SECONDS - t))s"
 
+# sim_state: what the sim stack changes in vSphere, as pyvmomi reads it (one line per host, then
+# the inventory's VMs and switches), to compare before up and after destroy.
+sim_state() {
+    SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF'
+import os
+from pyVmomi import vim
+from components.vsphere import hostops
+
+with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
+                     port=int(os.environ["SIM_PORT"]), insecure=True) as si:
+    for host in sorted(hostops._inventory(si, vim.HostSystem), key=lambda h: h.name):
+        print(host.name, f"ruleset={hostops.get_ruleset_enabled(host, 'pvrdma')}",
+              f"option={hostops.get_advanced_option(host, 'Net.PVRDMAVmknic')!r}",
+              f"graphics={hostops.get_graphics_type(host)}",
+              f"modules={hostops.get_module_options(host, 'nmlx5_core')!r}",
+              "vnics=" + ",".join(v.device for v in host.config.network.vnic))
+    print("vms=" + ",".join(sorted(vm.name for vm in hostops._inventory(si, vim.VirtualMachine))))
+    print("switches=" + ",".join(sorted(s.name for s in hostops._inventory(si, vim.DistributedVirtualSwitch))))
+EOF
+}
+
 UP_FAILED=0
 if [[ $UP = 1 ]]; then
-    # vcsim answers parallel WaitForUpdatesEx calls with a panic: one operation at a time.
-    # --continue-on-error: create everything vcsim can, then list each resource that failed.
-    rc=0
-    pulumi up --yes --non-interactive --parallel 1 --continue-on-error "${PACK_ARGS[@]}" \
+    PARALLEL_ARGS=()
+    [[ -n ${SIM_PARALLEL:-} ]] && PARALLEL_ARGS=(--parallel "$SIM_PARALLEL")
+    sim_state >"$WORK/state-before" || fail "reading the simulator's state before up"
+    # --continue-on-error: create everything that can be, then list each resource that failed.
+    rc=0 t=$SECONDS
+    pulumi up --yes --non-interactive --continue-on-error "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}" \
         >"$WORK/up.log" 2>&1 || rc=$?
+    up_seconds=$((SECONDS - t))
     # The "Resources:" summary at the end: "    + N created".
     created=$(grep -E '^ +\+ [0-9]+ created' "$WORK/up.log" | grep -oE '[0-9]+' || echo 0)
     if [[ $rc = 0 ]]; then
-        pass "up --parallel 1: $created created"
+        pass "up ${PARALLEL_ARGS[*]}: $created created, ${up_seconds}s"
+        # Right after up, the program and vSphere agree: nothing to change.
+        run noop.log pulumi preview --non-interactive --diff --expect-no-changes
+        pass "preview --expect-no-changes: no changes after up"
     else
         UP_FAILED=1
-        echo "STOPPED up --parallel 1 (exit $rc): $created created; failed:"
+        echo "STOPPED up ${PARALLEL_ARGS[*]} (exit $rc): $created created in ${up_seconds}s; failed:"
         grep -E '\*\*(creating|updating) failed\*\*' "$WORK/up.log" | sed -E 's/^ *[+~-]? *//; s/^/  /' | sort -u
         step_start=$SECONDS
     fi
-    run destroy.log pulumi destroy --yes --non-interactive --parallel 1
+    t=$SECONDS
+    run destroy.log pulumi destroy --yes --non-interactive "${PARALLEL_ARGS[@]}"
     deleted=$(grep -E '^ +- [0-9]+ deleted' "$WORK/destroy.log" | grep -oE '[0-9]+' || echo 0)
     [[ $deleted = "$created" ]] || { cat "$WORK/destroy.log"; fail "destroy deleted $deleted of $created"; }
-    pass "destroy --parallel 1: $deleted deleted"
+    sim_state >"$WORK/state-after" || fail "reading the simulator's state after destroy"
+    diff "$WORK/state-before" "$WORK/state-after" || fail "destroy left vSphere different from before up (diff above)"
+    pass "destroy ${PARALLEL_ARGS[*]}: $deleted deleted, $((SECONDS - t))s; hosts, VMs and switches as before up"
 fi
 echo "total $((SECONDS - T0))s"
 [[ $UP_FAILED = 0 ]] || exit 1

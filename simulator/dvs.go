@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strconv"
@@ -16,53 +12,6 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
-
-// ---------------------------------------------------------------- the switch's type on the wire
-//
-// vCenter creates VMware switches as VmwareDistributedVirtualSwitch, and clients (pulumi-vsphere
-// reads a new switch by that type) ask for it by that name. The simulator keeps every switch as
-// its own DistributedVirtualSwitch (its code type-asserts that Go type, and its property updates
-// index fields by the reference's type), so the type is renamed at the SOAP boundary: requests
-// naming VmwareDistributedVirtualSwitch reach the stored switch, responses name it that way.
-
-var (
-	vmwareType      = []byte("VmwareDistributedVirtualSwitch")
-	simulatorType   = []byte("DistributedVirtualSwitch")
-	requestAttr     = [2][]byte{[]byte(` type="VmwareDistributedVirtualSwitch"`), []byte(` type="DistributedVirtualSwitch"`)}
-	requestElement  = [2][]byte{[]byte(`>VmwareDistributedVirtualSwitch<`), []byte(`>DistributedVirtualSwitch<`)}
-	responseAttr    = [2][]byte{[]byte(` type="DistributedVirtualSwitch"`), []byte(` type="VmwareDistributedVirtualSwitch"`)}
-	responseElement = [2][]byte{[]byte(`>DistributedVirtualSwitch<`), []byte(`>VmwareDistributedVirtualSwitch<`)}
-)
-
-func replace(b []byte, pair [2][]byte) []byte { return bytes.ReplaceAll(b, pair[0], pair[1]) }
-
-// switchTypeOnTheWire wraps the SDK handler.
-func switchTypeOnTheWire(sdk http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		if bytes.Contains(body, vmwareType) {
-			body = replace(replace(body, requestAttr), requestElement)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		rec := httptest.NewRecorder()
-		sdk(rec, r)
-		out := rec.Body.Bytes()
-		if bytes.Contains(out, simulatorType) {
-			out = replace(replace(out, responseAttr), responseElement)
-		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(out)
-	})
-}
 
 // ---------------------------------------------------------------- look-ups
 
@@ -171,10 +120,7 @@ func (f *folder) CreateDVSTask(ctx *simulator.Context, req *types.CreateDVS_Task
 			return nil, &types.ManagedObjectNotFound{Obj: ref}
 		}
 		sw := &dvSwitch{s}
-		info := sw.Config.GetDVSConfigInfo()
-		if info.ConfigVersion == "" {
-			info.ConfigVersion = "1"
-		}
+		sw.completeProductInfo(about)
 		if fault := sw.changeMembers(ctx, spec.Host); fault != nil {
 			return nil, fault
 		}
@@ -184,6 +130,37 @@ func (f *folder) CreateDVSTask(ctx *simulator.Context, req *types.CreateDVS_Task
 }
 
 // ---------------------------------------------------------------- the switch
+
+// completeProductInfo: vCenter reports the switch's product (the version given at creation,
+// name, vendor) in config.productInfo as well as in summary.productInfo, and starts the config
+// version at 1; the simulator sets only the summary's, from the spec as given.
+func (s *dvSwitch) completeProductInfo(about types.AboutInfo) {
+	product := types.DistributedVirtualSwitchProductSpec{}
+	if s.Summary.ProductInfo != nil {
+		product = *s.Summary.ProductInfo
+	}
+	if product.Name == "" {
+		product.Name = "DVS"
+	}
+	if product.Vendor == "" {
+		product.Vendor = about.Vendor
+	}
+	if product.Version == "" {
+		product.Version = about.Version
+	}
+	if product.Build == "" {
+		product.Build = about.Build
+	}
+	if product.ForwardingClass == "" {
+		product.ForwardingClass = "etherswitch"
+	}
+	s.Summary.ProductInfo = &product
+	info := s.Config.GetDVSConfigInfo()
+	info.ProductInfo = product
+	if info.ConfigVersion == "" {
+		info.ConfigVersion = "1"
+	}
+}
 
 type dvSwitch struct {
 	*simulator.DistributedVirtualSwitch

@@ -7,7 +7,8 @@ import (
 )
 
 // inventoryHooks fills in, on every object put into the inventory (the model's and each later
-// one), what vCenter always sends and the simulator leaves empty.
+// one), what vCenter always sends and the simulator leaves empty, and wakes the property
+// collectors' waits on every change.
 type inventoryHooks struct{}
 
 func (inventoryHooks) Reference() types.ManagedObjectReference {
@@ -15,9 +16,16 @@ func (inventoryHooks) Reference() types.ManagedObjectReference {
 }
 
 func (inventoryHooks) PutObject(ctx *simulator.Context, obj mo.Reference) {
+	defer changes.notify()
+	objectTypes.put(obj.Reference())
 	if vm, ok := obj.(*simulator.VirtualMachine); ok {
 		// Required enums of VirtualMachineRuntimeInfo (WSDL minOccurs 1); sent empty, pyVmomi
 		// cannot read a VM's runtime at all.
+		// vCenter's default for a VM whose spec does not say ("inherit": the swap file goes
+		// where the host or cluster says); the simulator leaves it empty.
+		if vm.Config != nil && vm.Config.SwapPlacement == "" {
+			vm.Config.SwapPlacement = string(types.VirtualMachineConfigInfoSwapPlacementTypeInherit)
+		}
 		for _, runtime := range []*types.VirtualMachineRuntimeInfo{&vm.Runtime, &vm.Summary.Runtime} {
 			if runtime.FaultToleranceState == "" {
 				runtime.FaultToleranceState = types.VirtualMachineFaultToleranceStateNotConfigured
@@ -29,6 +37,11 @@ func (inventoryHooks) PutObject(ctx *simulator.Context, obj mo.Reference) {
 	}
 }
 
-func (inventoryHooks) UpdateObject(*simulator.Context, mo.Reference, []types.PropertyChange) {}
+func (inventoryHooks) UpdateObject(*simulator.Context, mo.Reference, []types.PropertyChange) {
+	changes.notify()
+}
 
-func (inventoryHooks) RemoveObject(*simulator.Context, types.ManagedObjectReference) {}
+func (inventoryHooks) RemoveObject(_ *simulator.Context, ref types.ManagedObjectReference) {
+	objectTypes.remove(ref)
+	changes.notify()
+}

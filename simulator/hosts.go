@@ -35,13 +35,16 @@ var kernelModules = []string{"nmlx5_core", "nmlx5_rdma", "nvidia", "nvme_pcie", 
 var nicTypes = []string{"management", "vmotion", "faultToleranceLogging", "vSphereReplication",
 	"vSphereReplicationNFC", "vSphereProvisioning", "vsan", "vSphereBackupNFC", "ptp", "nvmeTcp", "nvmeRdma"}
 
+// about is the simulated vCenter's product (vendor, version, build).
+var about types.AboutInfo
+
 // extend gives every host of the created inventory the managers vcsim lacks or shares, makes
 // the existing switches VmwareDistributedVirtualSwitch, and installs the method overlays.
 func extend(model *simulator.Model) error {
 	ctx := model.Service.Context
 	registry := ctx.Map
 	hooks := inventoryHooks{}
-	for _, obj := range registry.AllReference("VirtualMachine") {
+	for _, obj := range registry.AllReference("") {
 		hooks.PutObject(ctx, obj)
 	}
 	registry.AddHandler(hooks)
@@ -65,11 +68,22 @@ func extend(model *simulator.Model) error {
 			registry.Put(&vnicManager{m})
 		}
 	}
+	about = model.ServiceContent.About
+	for _, obj := range registry.AllReference("DistributedVirtualSwitch") {
+		if s, ok := obj.(*simulator.DistributedVirtualSwitch); ok {
+			(&dvSwitch{s}).completeProductInfo(about)
+		}
+	}
 	dvsManager, ok := registry.Get(*model.ServiceContent.DvSwitchManager).(*simulator.DistributedVirtualSwitchManager)
 	if !ok {
 		return fmt.Errorf("no distributed virtual switch manager")
 	}
 	registry.Put(&switchManager{dvsManager})
+	// Each session gets its own instance of the collector's type (the simulator makes it by
+	// reflection), so our WaitForUpdatesEx serves every session.
+	collector := &propertyCollector{}
+	collector.Self = model.ServiceContent.PropertyCollector
+	registry.Put(collector)
 	registry.Handler = overlays{
 		"Folder":                   {wrapFolder, []string{"CreateDVS_Task"}},
 		"DistributedVirtualSwitch": {wrapSwitch, []string{"ReconfigureDvs_Task", "CreateDVPortgroup_Task", "Destroy_Task"}},

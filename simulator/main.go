@@ -24,6 +24,10 @@ import (
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/simulator/esx"
+	// The endpoints pulumi-vsphere opens at connect besides /sdk: the vAPI REST session (/rest,
+	// /api; tags) and storage policies (/pbm).
+	_ "github.com/vmware/govmomi/pbm/simulator"
+	_ "github.com/vmware/govmomi/vapi/simulator"
 )
 
 const name = "lab-vcsim"
@@ -101,6 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		u.User = url.UserPassword(opts.user, opts.password)
 	}
 	model.Service.Listen = u
+	model.Service.RegisterEndpoints = true
 	if opts.tls {
 		model.Service.TLS = new(tls.Config)
 		if opts.tlsCert != "" {
@@ -118,10 +123,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: cannot serve on %s: %v\n", name, listen, err)
 		return 1
 	}
-	defer server.Close()
-	// More specific than the simulator's own "/sdk" patterns, so SOAP goes through the renaming.
+	// No server.Close on exit: it waits for every open request, and a client may hold a
+	// WaitForUpdatesEx open for a minute; the process exit ends them.
+	_ = server
+	// More specific than the simulator's own "/sdk" patterns, so SOAP goes through sdkFilter.
 	for _, path := range []string{"/sdk", "/sdk/vimService"} {
-		model.Service.ServeMux.Handle("POST "+path, switchTypeOnTheWire(model.Service.ServeSDK))
+		model.Service.ServeMux.Handle("POST "+path, sdkFilter(model.Service.ServeSDK))
 	}
 
 	out := stdout
