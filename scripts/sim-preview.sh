@@ -3,7 +3,10 @@
 # vCenter simulator (lab-vcsim, `make simulator`) on a loopback port: `pulumi preview
 # --policy-pack policies` of a stack, and for the sim stack optionally `up` and `destroy`.
 #
-#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up] [--no-policy]
+#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy]
+#
+# --add-worker (with --up): after up, a day-2 edit adds one worker to the stack's config;
+# the script prints every change its preview plans, then runs up, before destroy.
 #
 # The project is copied to a temporary directory (the stack file there gets the simulator's address,
 # the passphrase salt and placeholder secrets; the repo's files are not touched) with a local
@@ -29,13 +32,14 @@ PY=$VENV/bin/python
 source "$ROOT/scripts/lib-vcsim.sh"
 find_vcsim
 
-STACK=sim UP=0 POLICY=1
+STACK=sim UP=0 POLICY=1 ADD_WORKER=0
 while [[ $# -gt 0 ]]; do
     case $1 in
         --stack) STACK=$2; shift 2 ;;
         --up) UP=1; shift ;;
+        --add-worker) ADD_WORKER=1; shift ;;
         --no-policy) POLICY=0; shift ;;
-        *) echo "usage: $0 [--stack sim|lab|openshift] [--up] [--no-policy]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy]" >&2; exit 2 ;;
     esac
 done
 [[ -f $ROOT/Pulumi.$STACK.yaml ]] || { echo "no stack file Pulumi.$STACK.yaml" >&2; exit 2; }
@@ -180,6 +184,23 @@ if [[ $UP = 1 ]]; then
         # Right after up, the program and vSphere agree: nothing to change.
         run noop.log pulumi preview --non-interactive --diff --expect-no-changes
         pass "preview --expect-no-changes: no changes after up"
+        if [[ $ADD_WORKER = 1 ]]; then
+            count=$("$PY" -c 'import sys, yaml; print(len(yaml.safe_load(open(sys.argv[1]))["config"]["gpu-lab:vsphere"]["workers"]["names"]))' "Pulumi.$STACK.yaml")
+            worker=$(printf 'simw%02d' $((count + 1)))
+            run config.log pulumi config set --path "gpu-lab:vsphere.workers.names[$count]" "$worker"
+            run day2-preview.log pulumi preview --non-interactive --diff "${PACK_ARGS[@]}"
+            echo "day 2: add worker $worker; the preview plans:"
+            # One line per planned change: "+ type: (create)" / "~ type: (update)" and the URN after it.
+            grep -A1 -E '^ *[-+~]+ [a-z].*: \((create|update|replace|delete|create-replacement|delete-replaced)\)' \
+                "$WORK/day2-preview.log" | grep -oE '(\((create|update|replace|delete|create-replacement|delete-replaced)\)|urn=[^]]*)' \
+                | paste - - | sed -E 's/^/  /'
+            t=$SECONDS
+            run day2-up.log pulumi up --yes --non-interactive "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}"
+            summary=$(grep -E '^ +[-+~]+ [0-9]+ (created|updated|replaced|deleted)' "$WORK/day2-up.log" | sed -E 's/^ +//' | paste -sd ',' -)
+            added=$(grep -E '^ +\+ [0-9]+ created' "$WORK/day2-up.log" | grep -oE '[0-9]+' || echo 0)
+            created=$((created + added))
+            pass "day-2 up (worker $worker): $summary, $((SECONDS - t))s"
+        fi
     else
         UP_FAILED=1
         echo "STOPPED up ${PARALLEL_ARGS[*]} (exit $rc): $created created in ${up_seconds}s; failed:"
