@@ -177,10 +177,11 @@ if [[ $UP = 1 ]]; then
     pulumi up --yes --non-interactive --continue-on-error "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}" \
         >"$WORK/up.log" 2>&1 || rc=$?
     up_seconds=$((SECONDS - t))
+    par=${PARALLEL_ARGS[*]:+ ${PARALLEL_ARGS[*]}}  # " --parallel N" when given
     # The "Resources:" summary at the end: "    + N created".
     created=$(grep -E '^ +\+ [0-9]+ created' "$WORK/up.log" | grep -oE '[0-9]+' || echo 0)
     if [[ $rc = 0 ]]; then
-        pass "up ${PARALLEL_ARGS[*]}: $created created, ${up_seconds}s"
+        pass "up$par: $created created, ${up_seconds}s"
         # Right after up, the program and vSphere agree: nothing to change.
         run noop.log pulumi preview --non-interactive --diff --expect-no-changes
         pass "preview --expect-no-changes: no changes after up"
@@ -203,7 +204,7 @@ if [[ $UP = 1 ]]; then
         fi
     else
         UP_FAILED=1
-        echo "STOPPED up ${PARALLEL_ARGS[*]} (exit $rc): $created created in ${up_seconds}s; failed:"
+        echo "STOPPED up$par (exit $rc): $created created in ${up_seconds}s; failed:"
         grep -E '\*\*(creating|updating) failed\*\*' "$WORK/up.log" | sed -E 's/^ *[+~-]? *//; s/^/  /' | sort -u
         step_start=$SECONDS
     fi
@@ -213,7 +214,7 @@ if [[ $UP = 1 ]]; then
     [[ $deleted = "$created" ]] || { cat "$WORK/destroy.log"; fail "destroy deleted $deleted of $created"; }
     sim_state >"$WORK/state-after" || fail "reading the simulator's state after destroy"
     diff "$WORK/state-before" "$WORK/state-after" || fail "destroy left vSphere different from before up (diff above)"
-    pass "destroy ${PARALLEL_ARGS[*]}: $deleted deleted, $((SECONDS - t))s; hosts, VMs and switches as before up"
+    pass "destroy$par: $deleted deleted, $((SECONDS - t))s; hosts, VMs and switches as before up"
 fi
 echo "total $((SECONDS - T0))s"
 [[ $UP_FAILED = 0 ]] || exit 1
