@@ -56,7 +56,7 @@ def test_sim_stack_up_day2_and_destroy_with_the_real_providers():
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     passed = [line for line in proc.stdout.splitlines() if line.startswith("PASS ")]
-    assert [line.split()[1] for line in passed] == [
+    assert [line.split()[1].rstrip(":") for line in passed] == [
         "lab-vcsim", "stack", "preview", "up", "preview", "day-2", "destroy"], out
     # Every resource is created, and the program and vSphere agree right after.
     assert re.search(r"PASS up: 32 created", proc.stdout), out
