@@ -50,6 +50,9 @@ class Recorded:
     inputs: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict)
     provider: str = ""  # an explicit provider's reference ("<urn>::<id>"); empty for the default provider
+    dependencies: list[str] = field(default_factory=list)
+    """URNs this registration waits for, as the engine gets them: depends_on and every resource
+    whose outputs its inputs use (RegisterResourceRequest dependencies and propertyDependencies)."""
 
     @property
     def provider_name(self) -> str | None:
@@ -205,9 +208,13 @@ class RecordingMonitor(MockMonitor):
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             inputs = deserialize_properties(request.object)
+            dependencies = set(request.dependencies)
+            for prop in request.propertyDependencies.values():
+                dependencies.update(prop.urns)
             self.recorded.append(Recorded(
                 type=request.type, name=request.name, urn=response.urn, parent_urn=request.parent,
                 custom=bool(request.custom), inputs=inputs, provider=request.provider,
+                dependencies=sorted(dependencies),
             ))
         return response
 
