@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     env.setdefault("PULUMI_CACHE_DIR", str(REPO / ".cache" / "pulumi"))
     env.setdefault("VENV", str(REPO / ".venv"))
+    env.setdefault("VCSIM", str(REPO / "build" / "bin" / "lab-vcsim"))
     print(f"delays (x{args.scale}): " + ", ".join(f"{m} {ms * args.scale / 1000:g} s" for m, (ms, _) in DELAYS.items()))
     print("| workers | resources | critical path | engine --parallel | up wall | wall / critical path |")
     print("|---|---|---|---|---|---|")
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.monotonic()
                 created, wall = up_seconds(work, args.scale, parallel or None, env)
                 print(f"| {workers} | {created} | {path_s:.1f} s | {parallel or 'default'} | {wall} s | "
-                      f"{wall / path_s:.2f} |  (run {time.monotonic() - t:.0f} s)", flush=True)
+                      f"{wall / path_s if path_s else float('inf'):.2f} |  (run {time.monotonic() - t:.0f} s)", flush=True)
     return 0
 
 
