@@ -33,10 +33,10 @@ import yaml
 from tools.bench_preview import HOSTS, REPO, SKIP, _stage, simbench_config
 
 # SOAP method -> (milliseconds, where the figure comes from).
-CLONE_SOURCE = ("hashicorp/terraform issue #3952 (vSphere provider): a thin-provisioned clone from a template "
-                "\"takes around 2 mins\"")
-VM_SOURCE = ("vmware/terraform-provider-vsphere pull request #1625: vsphere_virtual_machine cloned from a "
-             "template, \"Creation complete after 2m25s\", i.e. 25 s after the 2 min clone for the post-clone "
+CLONE_SOURCE = ("https://github.com/hashicorp/terraform/issues/3952 (vSphere provider): a thin-provisioned clone "
+                "from a template \"takes around 2 mins\"")
+VM_SOURCE = ("https://github.com/vmware/terraform-provider-vsphere/pull/1625: vsphere_virtual_machine cloned from "
+             "a template, \"Creation complete after 2m25s\", i.e. 25 s after the 2 min clone for the post-clone "
              "reconfigure and the power-on; split evenly between the two (assumed)")
 NO_FIGURE = "no published per-call time found; 2 s assumed (a host or switch configuration call, no data copied)"
 DELAYS: dict[str, tuple[int, str]] = {
