@@ -104,7 +104,7 @@ def critical_path(resources: Iterable, scale: float) -> tuple[float, list[str]]:
     def longest(urn: str) -> tuple[float, list[str]]:
         if urn not in memo:
             r = by_urn[urn]
-            before = (0.0, [])
+            before: tuple[float, list[str]] = (0.0, [])
             for dep in r.dependencies:
                 for u in expand(dep):
                     if u in by_urn and u != urn:
@@ -164,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             for parallel in (int(p) for p in args.parallel.split(",")):
                 t = time.monotonic()
                 created, wall = up_seconds(work, args.scale, parallel or None, env)
-                print(f"| {workers} | {created} | {path_s:.1f} s | {parallel or 'default'} | {wall} s | "
-                      f"{wall / path_s if path_s else float('inf'):.2f} |  (run {time.monotonic() - t:.0f} s)", flush=True)
+                ratio = wall / path_s if path_s else float("inf")
+                print(f"| {workers} | {created} | {path_s:.1f} s | {parallel or 'default'} | {wall} s | {ratio:.2f} |"
+                      f"  (run {time.monotonic() - t:.0f} s)", flush=True)
     return 0
 
 
