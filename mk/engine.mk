@@ -5,7 +5,7 @@
 #   make pulumi-check   report what is installed, build nothing
 #   make engine-sim     the real engine on components.vsphere.dynamic against lab-vcsim (make
 #                       simulator): preview with the policy pack, up, secrets check, update,
-#                       destroy (~25 s idle)
+#                       destroy (~15 s)
 #   make sim-preview    the whole program with the real provider plugins against lab-vcsim:
 #                       preview --policy-pack of SIM_STACK (default sim); skips without the plugins
 #

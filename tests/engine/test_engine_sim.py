@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
 SCRIPT = ROOT / "scripts" / "engine-sim.sh"
 STEPS = 8  # PASS lines engine-sim.sh prints when every step succeeds
-_TIMEOUT_S = 300  # ~25 s on 2 idle cores; generous for a loaded CI machine
+_TIMEOUT_S = 300  # ~15 s on 2 idle cores; generous for a loaded CI machine
 
 @pytest.fixture(autouse=True)
 def _engine_installed():
