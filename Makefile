@@ -27,7 +27,7 @@ lint: setup ## ruff and mypy, configured in pyproject.toml (CI runs it before th
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy policies
 
-test: setup ## every test; installs the Debian test tools (root or sudo) and vcsim; skips the engine test without setup-pulumi
+test: setup ## every test; installs the Debian test tools (root or sudo) and builds lab-vcsim; skips the engine test without setup-pulumi
 	bash scripts/install-test-tools.sh
 	$(PYTHON) -m pytest -q
 

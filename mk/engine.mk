@@ -3,11 +3,12 @@
 #   make setup-pulumi   the engine into .cache/pulumi: Pulumi's installer where reachable, else
 #                       built from Go modules (engine-bootstrap/; cold ~5 min on 2 cores, cached rerun ~2 s)
 #   make pulumi-check   report what is installed, build nothing
-#   make engine-sim     the real engine on components.vsphere.dynamic against vcsim: preview with
-#                       the policy pack, up, secrets check, update, destroy (~11 s)
+#   make engine-sim     the real engine on components.vsphere.dynamic against lab-vcsim (make
+#                       simulator): preview with the policy pack, up, secrets check, update,
+#                       destroy (~15 s)
 #   make engine-upgrade the previous release's `up` on the same resources, then this tree's
 #                       `preview --expect-no-changes` (scripts/engine-upgrade.sh)
-#   make sim-preview    the whole program with the real provider plugins against vcsim:
+#   make sim-preview    the whole program with the real provider plugins against lab-vcsim:
 #                       preview --policy-pack of SIM_STACK (default sim); skips without the plugins
 #
 # Other targets and tests run the engine as: $(PULUMI_ENV) pulumi ...  (docs/engine.md)
@@ -22,18 +23,15 @@ PULUMI_ENV := env PATH="$(PULUMI_BIN):$$PATH" PULUMI_HOME="$(PULUMI_CACHE_DIR)/h
 setup-pulumi: setup ## the Pulumi engine into .cache/pulumi: installer, or built from Go modules (engine-bootstrap/)
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash engine-bootstrap/setup-pulumi.sh
 
-engine-sim: setup setup-pulumi ## the real engine on our pyvmomi resources against vcsim
-	bash scripts/install-vcsim.sh
+engine-sim: setup setup-pulumi simulator ## the real engine on our pyvmomi resources against lab-vcsim
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/engine-sim.sh
 
-engine-upgrade: setup setup-pulumi ## the real engine: up with the last release (release/releases.txt), this tree's preview --expect-no-changes
-	bash scripts/install-vcsim.sh
+engine-upgrade: setup setup-pulumi simulator ## the real engine: up with the last release (release/releases.txt), this tree's preview --expect-no-changes
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/engine-upgrade.sh
 
 pulumi-check: ## what of the Pulumi engine is installed, build nothing
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash engine-bootstrap/setup-pulumi.sh --check
 
 SIM_STACK ?= sim
-sim-preview: setup setup-pulumi ## the whole program, real provider plugins, vcsim: preview --policy-pack (SIM_STACK)
-	bash scripts/install-vcsim.sh
+sim-preview: setup setup-pulumi simulator ## the whole program, real provider plugins, lab-vcsim: preview --policy-pack (SIM_STACK)
 	PULUMI_CACHE_DIR="$(PULUMI_CACHE_DIR)" bash scripts/sim-preview.sh --stack $(SIM_STACK)

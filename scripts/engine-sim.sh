@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The real Pulumi engine (make setup-pulumi) on the repo's own pyvmomi dynamic resources
-# (components.vsphere.dynamic) against a vCenter simulator (vcsim) on a loopback port:
-# preview with the project's policy pack, up, checks of the vSphere state and of secrets in the
-# state file, an update, destroy, and a check that destroy put every value back.
+# (components.vsphere.dynamic: every one of them) against the project's vCenter simulator
+# (lab-vcsim, `make simulator`) on a loopback port: preview with the project's policy pack, up,
+# checks of the vSphere state and of secrets in the state file, an update, destroy, and a check
+# that destroy put every value back.
 # Prints one PASS line per step with its time and ends with "N passed, 0 failed"; stops with
 # FAIL and the engine's output at the first failure. Nothing leaves 127.0.0.1.
 #
 # Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
-#      VCSIM (default <repo>/.cache/bin/vcsim, else on PATH), ENGINE_SIM_KEEP=1 keeps the work dir.
+#      VCSIM (default <repo>/build/bin/lab-vcsim), ENGINE_SIM_KEEP=1 keeps the work dir.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +19,7 @@ PY=$VENV/bin/python
 source "$ROOT/scripts/lib-vcsim.sh"
 find_vcsim
 [[ -x $CACHE/bin/pulumi ]] || { echo "FAIL no Pulumi engine in $CACHE: run make setup-pulumi"; exit 1; }
-[[ -n $VCSIM ]] || { echo "FAIL no vcsim: run scripts/install-vcsim.sh"; exit 1; }
+[[ -n $VCSIM ]] || { echo "FAIL no lab-vcsim: run make simulator"; exit 1; }
 
 export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
 export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
@@ -27,7 +28,7 @@ export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 export PULUMI_CONFIG_PASSPHRASE=engine-sim-$RANDOM$RANDOM
 # A fresh password per run, so finding it anywhere in the state means it leaked from this run.
 SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
-SIM_USER=lab-admin  # vcsim refuses user names with '@'
+SIM_USER=lab-admin  # the simulator refuses user names with '@'
 PACK=$ROOT/policies
 
 make_work_dir engine-sim "${ENGINE_SIM_KEEP:-0}"
@@ -50,8 +51,8 @@ run() {
     [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
 }
 
-# vsphere prepare|state: reads (and for prepare, seeds) vcsim with pyvmomi, independently of
-# the engine. prepare prints "host vmId vmName"; state prints one comparable line.
+# vsphere prepare|state: reads the simulator with pyvmomi, independently of the engine. prepare
+# (which waits until it answers) prints "host vmId vmName"; state prints one comparable line.
 vsphere() {
     SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD "$PY" - "$@" <<'EOF'
 import os, sys, time
@@ -60,20 +61,19 @@ from components.vsphere import hostops
 
 what = sys.argv[1]
 login = (os.environ["SIM_USER"], os.environ["SIM_PASSWORD"])
-for attempt in range(100):  # vcsim prints its URL a moment before it answers
+for attempt in range(100):  # the simulator prints its URL a moment before it answers
     try:
         with hostops.session("127.0.0.1", *login, port=int(os.environ["SIM_PORT"]), insecure=True) as si:
             content = si.RetrieveContent()
             host = content.rootFolder.childEntity[0].hostFolder.childEntity[0].host[0]
             vm = host.vm[0]
             if what == "prepare":
-                # vcsim has no Net.PVRDMAVmknic; ESXi has it, empty until PVRDMA is set up.
-                host.configManager.advancedOption.UpdateOptions(
-                    changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
                 print(host.name, vm._moId, vm.name)
             else:
                 print(f"ruleset={hostops.get_ruleset_enabled(host, 'pvrdma')}"
                       f" option={hostops.get_advanced_option(host, 'Net.PVRDMAVmknic')!r}"
+                      f" graphics={hostops.get_graphics_type(host)}"
+                      f" modules={hostops.get_module_options(host, 'nmlx5_core')!r}"
                       f" vgpu={hostops.get_vgpu_profile(vm)!r} devices={len(hostops.vgpu_devices(vm))}"
                       f" power={vm.runtime.powerState}")
         break
@@ -84,19 +84,21 @@ for attempt in range(100):  # vcsim prints its URL a moment before it answers
 EOF
 }
 
-# expect_state WHAT LINE: vcsim's state as pyvmomi reads it must be LINE.
+# expect_state WHAT LINE: the simulator's state as pyvmomi reads it must be LINE.
 expect_state() {
-    local got; got=$(vsphere state) || fail "reading vcsim state ($1)"
+    local got; got=$(vsphere state) || fail "reading the simulator's state ($1)"
     [[ $got = "$2" ]] || fail "$1: vSphere has '$got', expected '$2'"
 }
 
-# ---------------------------------------------------------------- vcsim
+# ---------------------------------------------------------------- lab-vcsim
 start_vcsim "$SIM_USER" "$SIM_PASSWORD"
-read -r HOST VM_ID VM_NAME < <(vsphere prepare) || fail "seeding vcsim"
-[[ -n $VM_NAME ]] || fail "seeding vcsim: no host/VM found"
+read -r HOST VM_ID VM_NAME < <(vsphere prepare) || fail "reading the simulator's inventory"
+[[ -n $VM_NAME ]] || fail "reading the simulator's inventory: no host/VM found"
 BEFORE=$(vsphere state)
-[[ $BEFORE = "ruleset=False option='' vgpu='' devices=0 power=poweredOn" ]] || fail "unexpected vcsim start state: $BEFORE"
-pass "vcsim on 127.0.0.1:$SIM_PORT, host $HOST, VM $VM_NAME ($VM_ID), Net.PVRDMAVmknic seeded: $BEFORE"
+# As a fresh ESXi host: ruleset off, option empty, graphics shared, no module options.
+[[ $BEFORE = "ruleset=False option='' graphics=shared modules='' vgpu='' devices=0 power=poweredOn" ]] \
+    || fail "unexpected start state: $BEFORE"
+pass "lab-vcsim on 127.0.0.1:$SIM_PORT, host $HOST, VM $VM_NAME ($VM_ID): $BEFORE"
 
 # ---------------------------------------------------------------- project
 mkdir -p "$WORK/state" "$WORK/proj"
@@ -108,12 +110,14 @@ runtime:
     virtualenv: $VENV
 EOF
 cat >"$WORK/proj/__main__.py" <<'EOF'
-"""The repo's pyvmomi resources under the real engine, against vcsim."""
+"""The repo's pyvmomi resources under the real engine, against lab-vcsim."""
 import pulumi
 
 from components.vsphere.dynamic import (
     HostAdvancedOption,
     HostFirewallRuleset,
+    HostGraphicsType,
+    HostModuleOptions,
     VcenterConnection,
     VmVgpuProfile,
     pyvmomi_provider,
@@ -121,13 +125,15 @@ from components.vsphere.dynamic import (
 
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
-                         password=cfg.require_secret("password"), insecure=True)  # vcsim: self-signed
+                         password=cfg.require_secret("password"), insecure=True)  # the simulator: self-signed
 host = cfg.require("host")
 # First the engine's default provider, as stacks created before pyvmomi_provider existed; then
 # the program's explicit one.
 opts = pulumi.ResourceOptions(provider=pyvmomi_provider()) if cfg.get_bool("explicitProvider") else None
 HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
 HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.require("vmknic"), opts=opts)
+HostGraphicsType("graphics", conn, host, "sharedDirect", opts=opts)
+HostModuleOptions("connectx-qos", conn, host, "nmlx5_core", cfg.require("moduleOptions"), opts=opts)
 vgpu = VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), cfg.require("vgpuProfile"), opts=opts)
 pulumi.export("vgpuOriginal", vgpu.original)
 EOF
@@ -141,7 +147,7 @@ fi
 # From stdin, so the password is not on a command line.
 run config.log pulumi config set --secret password < <(printf '%s' "$SIM_PASSWORD")
 for kv in "port=$SIM_PORT" "user=$SIM_USER" "host=$HOST" "vmId=$VM_ID" "vmName=$VM_NAME" \
-          vmknic=vmk1 vgpuProfile=grid_v100-8c; do
+          vmknic=vmk1 vgpuProfile=grid_v100-8c "moduleOptions=pfctx=0x08 pfcrx=0x08 trust_state=2"; do
     run config.log pulumi config set "${kv%%=*}" "${kv#*=}"
 done
 grep -qF "$SIM_PASSWORD" Pulumi.sim.yaml && fail "config file holds the password in clear"
@@ -153,14 +159,15 @@ run preview.log pulumi preview --policy-pack "$PACK"
 # The pack's verdict line: a check mark only when no policy reported a violation.
 grep -q "✅ gpu-lab@v0.1.0 (local: $PACK)" "$WORK/preview.log" \
     || { cat "$WORK/preview.log"; fail "preview did not pass the gpu-lab policy pack"; }
-grep -qE '\+ 4 to create' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview plans 4 creates"; }
-pass "preview --policy-pack $PACK: gpu-lab pack loaded, no mandatory violation, 4 to create"
+grep -qE '\+ 6 to create' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview plans 6 creates"; }
+pass "preview --policy-pack $PACK: gpu-lab pack loaded, no mandatory violation, 6 to create"
 
 # ---------------------------------------------------------------- up
 run up.log pulumi up --yes --policy-pack "$PACK"
-grep -q '4 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up created 4 resources"; }
-expect_state "after up" "ruleset=True option='vmk1' vgpu='grid_v100-8c' devices=1 power=poweredOn"
-pass "up --policy-pack: pvrdma ruleset on, Net.PVRDMAVmknic=vmk1, $VM_NAME has vGPU grid_v100-8c"
+grep -q '6 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up created 6 resources"; }
+UP_STATE="ruleset=True option='vmk1' graphics=sharedDirect modules='pfctx=0x08 pfcrx=0x08 trust_state=2'"
+expect_state "after up" "$UP_STATE vgpu='grid_v100-8c' devices=1 power=poweredOn"
+pass "up --policy-pack: pvrdma ruleset on, Net.PVRDMAVmknic=vmk1, graphics sharedDirect, nmlx5_core options set, $VM_NAME has vGPU grid_v100-8c"
 
 # ---------------------------------------------------------------- secrets in the state
 run export.json pulumi stack export --file "$WORK/export.json"
@@ -169,7 +176,7 @@ import json, sys
 SIG = "4dabf18193072939515e22adb298388d"  # the engine's marker of a secret value
 res = [r for r in json.load(open(sys.argv[1]))["deployment"]["resources"]
        if r["type"] == "pulumi-python:dynamic:Resource"]
-assert len(res) == 3, len(res)
+assert len(res) == 5, len(res)
 for r in res:
     for side in ("inputs", "outputs"):
         pw = r[side]["password"]
@@ -179,31 +186,31 @@ STATE_FILE=$WORK/state/.pulumi/stacks/engine-sim/sim.json
 grep -qF "$VM_ID" "$STATE_FILE" || fail "no state file at $STATE_FILE (the grep below would prove nothing)"
 # State, its backups and history, the stack config, the export.
 grep -rqF "$SIM_PASSWORD" "$WORK/state" "$WORK/proj" "$WORK/export.json" && fail "the password is in clear in the state"
-pass "password: secret ciphertext in inputs and outputs of the 3 resources, nowhere in clear in the state"
+pass "password: secret ciphertext in inputs and outputs of the 5 resources, nowhere in clear in the state"
 
 # ---------------------------------------------------------------- explicit provider
 # The default pulumi-python provider's inputs are the whole stack config; the program's own is
 # configured with nothing. Moving existing resources to it must neither replace nor update them.
 run config.log pulumi config set explicitProvider true
 run up-provider.log pulumi up --yes --policy-pack "$PACK"
-{ grep -q '1 created' "$WORK/up-provider.log" && grep -q '4 unchanged' "$WORK/up-provider.log" \
+{ grep -q '1 created' "$WORK/up-provider.log" && grep -q '6 unchanged' "$WORK/up-provider.log" \
     && ! grep -qE 'replace|updated|deleted' "$WORK/up-provider.log"; } \
     || { cat "$WORK/up-provider.log"; fail "the switch to the explicit provider creates it and changes nothing else"; }
-expect_state "after the provider switch" "ruleset=True option='vmk1' vgpu='grid_v100-8c' devices=1 power=poweredOn"
-pass "explicit provider: created, the 3 resources moved to it unchanged"
+expect_state "after the provider switch" "$UP_STATE vgpu='grid_v100-8c' devices=1 power=poweredOn"
+pass "explicit provider: created, the 5 resources moved to it unchanged"
 
 # ---------------------------------------------------------------- update
 run config.log pulumi config set vgpuProfile grid_v100-16c
 run up2.log pulumi up --yes --policy-pack "$PACK"
 { grep -q '1 updated' "$WORK/up2.log" && ! grep -q 'replace' "$WORK/up2.log"; } \
     || { cat "$WORK/up2.log"; fail "the profile change is an in-place update"; }
-expect_state "after update" "ruleset=True option='vmk1' vgpu='grid_v100-16c' devices=1 power=poweredOn"
+expect_state "after update" "$UP_STATE vgpu='grid_v100-16c' devices=1 power=poweredOn"
 [[ $(pulumi stack output vgpuOriginal) = "" ]] || fail "update lost the value found at create"
 pass "update: vGPU profile changed in place to grid_v100-16c"
 
 # ---------------------------------------------------------------- destroy
 run destroy.log pulumi destroy --yes
-grep -q '5 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 5 resources"; }
+grep -q '7 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 7 resources"; }
 expect_state "after destroy" "$BEFORE"
 pass "destroy: vSphere back to $BEFORE"
 

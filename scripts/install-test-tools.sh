@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The tools the test suite needs beyond the Python lock: Debian packages and vcsim (Go).
+# The tools the test suite needs beyond the Python lock: Debian packages and lab-vcsim (Go,
+# scripts/install-vcsim.sh builds it from simulator/).
 # Checks for each tool itself (command -v), not for a package; installs only what is missing.
 # Installing needs root, or sudo for apt-get; without apt-get it lists what to install and stops.
 # Idempotent; a second run only checks.

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Shared by engine-sim.sh and sim-preview.sh (sourced, after `set -euo pipefail` and ROOT):
-# a work directory removed on exit, and vcsim on a loopback port the kernel picks.
+# a work directory removed on exit, and lab-vcsim (simulator/, `make simulator`) on a loopback
+# port the kernel picks.
 #
-#   find_vcsim                       sets VCSIM: $VCSIM, else <repo>/.cache/bin/vcsim, else PATH
+#   find_vcsim                       sets VCSIM: $VCSIM, else <repo>/build/bin/lab-vcsim; empty
+#                                    when neither is there
 #   make_work_dir PREFIX KEEP        sets WORK (and the exit trap; KEEP=1 keeps it)
-#   start_vcsim USER PASSWORD [ARGS] starts vcsim, sets VCSIM_PID and SIM_PORT; calls the
+#   start_vcsim USER PASSWORD [ARGS] starts lab-vcsim, sets VCSIM_PID and SIM_PORT; calls the
 #                                    caller's `fail` when it does not come up
 
 find_vcsim() {
-    VCSIM=${VCSIM:-$ROOT/.cache/bin/vcsim}
-    [[ -x $VCSIM ]] || VCSIM=$(command -v vcsim || true)
+    VCSIM=${VCSIM:-$ROOT/build/bin/lab-vcsim}
+    [[ -x $VCSIM ]] || VCSIM=
 }
 
 make_work_dir() {
@@ -36,11 +38,11 @@ start_vcsim() {
     VCSIM_PID=$!
     SIM_PORT=
     local _
-    for _ in $(seq 300); do  # port 0: the kernel picks a free port, vcsim prints it
+    for _ in $(seq 300); do  # port 0: the kernel picks a free port, lab-vcsim prints it
         SIM_PORT=$(grep -o 'GOVC_URL=https://[^ ]*@127\.0\.0\.1:[0-9]*' "$WORK/vcsim.out" | grep -o '[0-9]*$' || true)
         [[ -n $SIM_PORT ]] && break
         kill -0 "$VCSIM_PID" 2>/dev/null || break
         sleep 0.1
     done
-    [[ -n $SIM_PORT ]] || { cat "$WORK/vcsim.err"; fail "vcsim did not start"; }
+    [[ -n $SIM_PORT ]] || { cat "$WORK/vcsim.err"; fail "lab-vcsim did not start"; }
 }

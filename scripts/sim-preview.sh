@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole program under the real Pulumi engine and the real provider plugins, against a
-# vCenter simulator (vcsim) on a loopback port: `pulumi preview --policy-pack policies` of a
-# stack, and for the sim stack optionally `up` and `destroy`.
+# vCenter simulator (lab-vcsim, `make simulator`) on a loopback port: `pulumi preview
+# --policy-pack policies` of a stack, and for the sim stack optionally `up` and `destroy`.
 #
-#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up] [--no-policy]
+#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy]
 #
-# The project is copied to a temporary directory (the stack file there gets the vcsim address,
+# --add-worker (with --up): after up, a day-2 edit adds one worker to the stack's config;
+# the script prints every change its preview plans, then runs up, before destroy.
+#
+# The project is copied to a temporary directory (the stack file there gets the simulator's address,
 # the passphrase salt and placeholder secrets; the repo's files are not touched) with a local
-# file backend. vsphere:vsphereServer becomes 127.0.0.1:<port>, the port the kernel gave vcsim.
+# file backend. vsphere:vsphereServer becomes 127.0.0.1:<port>, the port the kernel gave lab-vcsim.
 # lab and openshift are previewed only: preview runs no Command, so their switches and helper
 # node are never contacted; `--up` is refused for them.
 #
@@ -16,8 +19,9 @@
 # installed (docs/engine.md says how to build them).
 #
 # Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
-#      VCSIM (default <repo>/.cache/bin/vcsim, else on PATH), SIM_KEEP=1 keeps the work dir,
-#      SIM_VCSIM_ARGS extra vcsim flags (e.g. "-cluster 1 -host 8").
+#      VCSIM (default <repo>/build/bin/lab-vcsim), SIM_KEEP=1 keeps the work dir,
+#      SIM_VCSIM_ARGS extra lab-vcsim flags (e.g. "-cluster 1 -host 8"),
+#      SIM_PARALLEL the engine's --parallel for up and destroy (default: the engine's own).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,24 +32,27 @@ PY=$VENV/bin/python
 source "$ROOT/scripts/lib-vcsim.sh"
 find_vcsim
 
-STACK=sim UP=0 POLICY=1
+STACK=sim UP=0 POLICY=1 ADD_WORKER=0
 while [[ $# -gt 0 ]]; do
     case $1 in
         --stack) STACK=$2; shift 2 ;;
         --up) UP=1; shift ;;
+        --add-worker) ADD_WORKER=1; shift ;;
         --no-policy) POLICY=0; shift ;;
-        *) echo "usage: $0 [--stack sim|lab|openshift] [--up] [--no-policy]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy]" >&2; exit 2 ;;
     esac
 done
 [[ -f $ROOT/Pulumi.$STACK.yaml ]] || { echo "no stack file Pulumi.$STACK.yaml" >&2; exit 2; }
-if [[ $UP = 1 && $STACK != sim ]]; then
+# up runs Commands and changes vSphere: only a stack that configures nothing but vSphere (the sim
+# stack, or one generated from it like tools/bench_up.py's), whose vCenter is this simulator.
+if [[ $UP = 1 ]] && { [[ $STACK != sim* ]] || grep -qE '^  gpu-lab:(switches|openshift|addons):' "$ROOT/Pulumi.$STACK.yaml"; }; then
     echo "--up runs only on the sim stack: $STACK configures real switches and hosts" >&2; exit 2
 fi
 
 skip() { echo "SKIP $*"; exit 77; }
 [[ -x $CACHE/bin/pulumi ]] || skip "no Pulumi engine in $CACHE: run make setup-pulumi"
 [[ -x $PY ]] || skip "no virtualenv at $VENV: run make setup"
-[[ -n $VCSIM ]] || skip "no vcsim: run scripts/install-vcsim.sh"
+[[ -n $VCSIM ]] || skip "no lab-vcsim: run make simulator"
 
 export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
 export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
@@ -91,35 +98,12 @@ run() {
     [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
 }
 
-# ---------------------------------------------------------------- vcsim
-SIM_USER=lab-admin  # vcsim refuses user names with '@'
+# ---------------------------------------------------------------- lab-vcsim
+SIM_USER=lab-admin  # the simulator refuses user names with '@'
 SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 # shellcheck disable=SC2086  # SIM_VCSIM_ARGS is a list of flags
 start_vcsim "$SIM_USER" "$SIM_PASSWORD" ${SIM_VCSIM_ARGS:-}
-# ESXi has Net.PVRDMAVmknic (empty until PVRDMA is set up); vcsim has no such option, so it is
-# created empty on every host, as on a fresh ESXi.
-SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF' \
-    || fail "seeding vcsim"
-import os, time
-from pyVmomi import vim
-from components.vsphere import hostops
-
-for attempt in range(100):  # vcsim prints its URL a moment before it answers
-    try:
-        with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
-                             port=int(os.environ["SIM_PORT"]), insecure=True) as si:
-            content = si.RetrieveContent()
-            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
-            for host in view.view:
-                host.configManager.advancedOption.UpdateOptions(
-                    changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
-        break
-    except (ConnectionError, OSError):
-        if attempt == 99:
-            raise
-        time.sleep(0.1)
-EOF
-pass "vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}"
+pass "lab-vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}"
 
 # ---------------------------------------------------------------- project copy + stack
 PROJ=$WORK/proj
@@ -164,27 +148,75 @@ fi
 creates=$(grep -E '^ +\+ [0-9]+ to create' "$WORK/preview.log" | grep -oE '[0-9]+' || echo 0)
 pass "preview ${PACK_ARGS[*]}: $creates to create, $((SECONDS - t))s"
 
+# sim_state: what the sim stack changes in vSphere, as pyvmomi reads it (one line per host, then
+# the inventory's VMs and switches), to compare before up and after destroy.
+sim_state() {
+    SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF'
+import os
+from pyVmomi import vim
+from components.vsphere import hostops
+
+with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
+                     port=int(os.environ["SIM_PORT"]), insecure=True) as si:
+    for host in sorted(hostops._inventory(si, vim.HostSystem), key=lambda h: h.name):
+        print(host.name, f"ruleset={hostops.get_ruleset_enabled(host, 'pvrdma')}",
+              f"option={hostops.get_advanced_option(host, 'Net.PVRDMAVmknic')!r}",
+              f"graphics={hostops.get_graphics_type(host)}",
+              f"modules={hostops.get_module_options(host, 'nmlx5_core')!r}",
+              "vnics=" + ",".join(v.device for v in host.config.network.vnic))
+    print("vms=" + ",".join(sorted(vm.name for vm in hostops._inventory(si, vim.VirtualMachine))))
+    print("switches=" + ",".join(sorted(s.name for s in hostops._inventory(si, vim.DistributedVirtualSwitch))))
+EOF
+}
+
 UP_FAILED=0
 if [[ $UP = 1 ]]; then
-    # vcsim answers parallel WaitForUpdatesEx calls with a panic: one operation at a time.
-    # --continue-on-error: create everything vcsim can, then list each resource that failed.
-    rc=0
-    pulumi up --yes --non-interactive --parallel 1 --continue-on-error "${PACK_ARGS[@]}" \
+    PARALLEL_ARGS=()
+    [[ -n ${SIM_PARALLEL:-} ]] && PARALLEL_ARGS=(--parallel "$SIM_PARALLEL")
+    sim_state >"$WORK/state-before" || fail "reading the simulator's state before up"
+    # --continue-on-error: create everything that can be, then list each resource that failed.
+    rc=0 t=$SECONDS
+    pulumi up --yes --non-interactive --continue-on-error "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}" \
         >"$WORK/up.log" 2>&1 || rc=$?
+    up_seconds=$((SECONDS - t))
+    par=${PARALLEL_ARGS[*]:+ ${PARALLEL_ARGS[*]}}  # " --parallel N" when given
     # The "Resources:" summary at the end: "    + N created".
     created=$(grep -E '^ +\+ [0-9]+ created' "$WORK/up.log" | grep -oE '[0-9]+' || echo 0)
     if [[ $rc = 0 ]]; then
-        pass "up --parallel 1: $created created"
+        pass "up$par: $created created, ${up_seconds}s"
+        # Right after up, the program and vSphere agree: nothing to change.
+        run noop.log pulumi preview --non-interactive --diff --expect-no-changes
+        pass "preview --expect-no-changes: no changes after up"
+        if [[ $ADD_WORKER = 1 ]]; then
+            count=$("$PY" -c 'import sys, yaml; print(len(yaml.safe_load(open(sys.argv[1]))["config"]["gpu-lab:vsphere"]["workers"]["names"]))' "Pulumi.$STACK.yaml")
+            worker=$(printf 'simw%02d' $((count + 1)))
+            run config.log pulumi config set --path "gpu-lab:vsphere.workers.names[$count]" "$worker"
+            run day2-preview.log pulumi preview --non-interactive --diff "${PACK_ARGS[@]}"
+            echo "day 2: add worker $worker; the preview plans:"
+            # One line per planned change: "+ type: (create)" / "~ type: (update)" and the URN after it.
+            grep -A1 -E '^ *[-+~]+ [a-z].*: \((create|update|replace|delete|create-replacement|delete-replaced)\)' \
+                "$WORK/day2-preview.log" | grep -oE '(\((create|update|replace|delete|create-replacement|delete-replaced)\)|urn=[^]]*)' \
+                | paste - - | sed -E 's/^/  /'
+            t=$SECONDS
+            run day2-up.log pulumi up --yes --non-interactive "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}"
+            summary=$(grep -E '^ +[-+~]+ [0-9]+ (created|updated|replaced|deleted)' "$WORK/day2-up.log" | sed -E 's/^ +//' | paste -sd ',' -)
+            added=$(grep -E '^ +\+ [0-9]+ created' "$WORK/day2-up.log" | grep -oE '[0-9]+' || echo 0)
+            created=$((created + added))
+            pass "day-2 up (worker $worker): $summary, $((SECONDS - t))s"
+        fi
     else
         UP_FAILED=1
-        echo "STOPPED up --parallel 1 (exit $rc): $created created; failed:"
+        echo "STOPPED up$par (exit $rc): $created created in ${up_seconds}s; failed:"
         grep -E '\*\*(creating|updating) failed\*\*' "$WORK/up.log" | sed -E 's/^ *[+~-]? *//; s/^/  /' | sort -u
         step_start=$SECONDS
     fi
-    run destroy.log pulumi destroy --yes --non-interactive --parallel 1
+    t=$SECONDS
+    run destroy.log pulumi destroy --yes --non-interactive "${PARALLEL_ARGS[@]}"
     deleted=$(grep -E '^ +- [0-9]+ deleted' "$WORK/destroy.log" | grep -oE '[0-9]+' || echo 0)
     [[ $deleted = "$created" ]] || { cat "$WORK/destroy.log"; fail "destroy deleted $deleted of $created"; }
-    pass "destroy --parallel 1: $deleted deleted"
+    sim_state >"$WORK/state-after" || fail "reading the simulator's state after destroy"
+    diff "$WORK/state-before" "$WORK/state-after" || fail "destroy left vSphere different from before up (diff above)"
+    pass "destroy$par: $deleted deleted, $((SECONDS - t))s; hosts, VMs and switches as before up"
 fi
 echo "total $((SECONDS - T0))s"
 [[ $UP_FAILED = 0 ]] || exit 1

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     env.setdefault("PULUMI_CACHE_DIR", str(REPO / ".cache" / "pulumi"))
     env.setdefault("VENV", str(REPO / ".venv"))
-    env.setdefault("VCSIM", str(REPO / ".cache" / "bin" / "vcsim"))
+    env.setdefault("VCSIM", str(REPO / "build" / "bin" / "lab-vcsim"))
     env["SIM_VCSIM_ARGS"] = f"-cluster 1 -host {HOSTS}"
     cells = list(kinds) + (["baseline"] if args.baseline else [])
     times: dict[str, list[float]] = {cell: [] for cell in cells}

@@ -261,7 +261,9 @@ def registered_options(request: Any) -> dict[str, Any]:
         "ignore_changes": list(request.ignoreChanges),
         "replace_on_changes": list(request.replaceOnChanges),
         "aliases": aliases,
-        "dependencies": list(request.dependencies),
+        # depends_on and every resource whose outputs an input uses, as the engine orders by them
+        "dependencies": sorted({*request.dependencies,
+                                *(urn for deps in request.propertyDependencies.values() for urn in deps.urns)}),
         "property_dependencies": {k: list(v.urns) for k, v in sorted(request.propertyDependencies.items())},
         "additional_secret_outputs": list(request.additionalSecretOutputs),
         "deleted_with": request.deletedWith,

@@ -1,4 +1,4 @@
-"""The real Pulumi engine on the repo's pyvmomi resources against vcsim (scripts/engine-sim.sh).
+"""The real Pulumi engine on the repo's pyvmomi resources against lab-vcsim (scripts/engine-sim.sh).
 
 The engine is built by `make setup-pulumi` (minutes from cold), so a developer's `make test`
 skips this when it is absent; CI builds it first and runs it.
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
 SCRIPT = ROOT / "scripts" / "engine-sim.sh"
 STEPS = 8  # PASS lines engine-sim.sh prints when every step succeeds
-_TIMEOUT_S = 300  # ~11 s on 2 idle cores; generous for a loaded CI machine
+_TIMEOUT_S = 300  # ~15 s on 2 idle cores; generous for a loaded CI machine
 
 @pytest.fixture(autouse=True)
 def _engine_installed():
@@ -43,6 +43,6 @@ def test_engine_sim_passes():
     passed = [line for line in lines if line.startswith("PASS ")]
     assert len(passed) == STEPS and not any(line.startswith("FAIL") for line in lines), out
     # The steps that matter, in order, each with a timing.
-    for line, what in zip(passed, ["vcsim", "project", "preview --policy-pack", "up --policy-pack",
+    for line, what in zip(passed, ["lab-vcsim", "project", "preview --policy-pack", "up --policy-pack",
                                    "password", "explicit provider", "update", "destroy"], strict=True):
         assert line.startswith(f"PASS {what}") and re.search(r"\(\d+s\)$", line), line

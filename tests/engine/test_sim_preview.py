@@ -1,5 +1,6 @@
-"""The whole program under the real engine and the real provider plugins against vcsim
-(scripts/sim-preview.sh): `pulumi preview --policy-pack policies` of the sim stack.
+"""The whole program under the real engine and the real provider plugins against lab-vcsim
+(scripts/sim-preview.sh): `pulumi preview --policy-pack policies` of the sim stack, and its up,
+no-change preview, day-2 edit and destroy.
 
 The provider plugins are built from source by hand (docs/engine.md), so this runs only where
 they are installed and otherwise skips with the script's reason, in CI too.
@@ -18,13 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
 SCRIPT = ROOT / "scripts" / "sim-preview.sh"
 SKIPPED = 77  # the script's exit code when the engine or a plugin is missing
-_TIMEOUT_S = 600  # ~20 s on 2 idle cores
+_TIMEOUT_S = 600  # preview ~10 s, up to destroy ~30 s on 2 idle cores
 
 
-@pytest.mark.built_by_hand
-def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
+def run_script(*args: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        ["bash", str(SCRIPT), "--stack", "sim"],
+        ["bash", str(SCRIPT), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -32,16 +32,41 @@ def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
         stdin=subprocess.DEVNULL,
         env={**os.environ, "PULUMI_CACHE_DIR": str(CACHE)},
     )
-    out = proc.stdout + proc.stderr
     if proc.returncode == SKIPPED:
         pytest.skip(proc.stdout.strip().splitlines()[-1])
+    return proc
+
+
+@pytest.mark.built_by_hand
+def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
+    proc = run_script("--stack", "sim")
+    out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     passed = [line for line in proc.stdout.splitlines() if line.startswith("PASS ")]
-    assert [line.split()[1] for line in passed] == ["vcsim", "stack", "preview"], out
+    assert [line.split()[1] for line in passed] == ["lab-vcsim", "stack", "preview"], out
     # Every resource of the sim stack is planned: 3 worker hosts x (vmk + 4 host settings),
     # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 1 anti-affinity rule, 2 components, the
     # pyvmomi resources' explicit provider and the stack.
     assert re.search(r"PASS preview --policy-pack policies: 34 to create", proc.stdout), out
+
+
+@pytest.mark.built_by_hand
+def test_sim_stack_up_day2_and_destroy_with_the_real_providers():
+    proc = run_script("--stack", "sim", "--up", "--add-worker")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    passed = [line for line in proc.stdout.splitlines() if line.startswith("PASS ")]
+    assert [line.split()[1].rstrip(":") for line in passed] == [
+        "lab-vcsim", "stack", "preview", "up", "preview", "day-2", "destroy"], out
+    # Every resource is created, and the program and vSphere agree right after.
+    assert re.search(r"PASS up: 32 created", proc.stdout), out
+    assert "PASS preview --expect-no-changes: no changes after up" in proc.stdout
+    # One more worker: its VM and its vGPU profile, and the VMs component's inputs; nothing else.
+    planned = re.findall(r"^  \((\w[\w-]*)\)\s+urn=\S+::(\S+)$", proc.stdout, re.M)
+    assert sorted(planned) == [("create", "vms-simw04"), ("create", "vms-simw04-vgpu"), ("update", "vms")], out
+    assert re.search(r"PASS day-2 up \(worker simw04\): \+ 2 created,~ 1 updated", proc.stdout), out
+    # destroy removes all 34 and puts hosts, VMs and switches back as they were before up.
+    assert re.search(r"PASS destroy: 34 deleted, \d+s; hosts, VMs and switches as before up", proc.stdout), out
 
 
 def test_sim_preview_refuses_up_on_a_lab_stack():

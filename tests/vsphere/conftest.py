@@ -1,8 +1,10 @@
-"""A vcsim (govmomi's vCenter simulator) on a loopback port for the vSphere tests.
+"""lab-vcsim (the project's vCenter simulator, simulator/) on a loopback port for the vSphere tests.
 
 vcsim's default inventory: one datacenter DC0 with a standalone host DC0_H0 and a cluster
-DC0_C0 of hosts DC0_C0_H0..H2; powered-on VMs DC0_H0_VM0/1 and DC0_C0_RP0_VM0/1.
-Install it with scripts/install-vcsim.sh.
+DC0_C0 of hosts DC0_C0_H0..H2; powered-on VMs DC0_H0_VM0/1 and DC0_C0_RP0_VM0/1. Each host
+has, as on ESXi, its own graphics manager (default type ``shared``), kernel module system
+(nmlx5_core without options), firewall rulesets and ``Net.PVRDMAVmknic`` (empty).
+Build it with ``make simulator``.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from pathlib import Path
 
 import pytest
 from procs import stop
-from required_tools import find_tool, missing
+from required_tools import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# vcsim v0.46.3 rejects a user containing "@" (it compares the URL-escaped form), so no SSO domain.
+# The simulator rejects a user containing "@" (it compares the URL-escaped form), so no SSO domain.
 VCSIM_USER = "lab-admin"
-VCSIM_PASSWORD = "vcsim-only-password"  # vcsim accepts exactly this pair; test data only
+VCSIM_PASSWORD = "vcsim-only-password"  # the simulator accepts exactly this pair; test data only
 _START_TIMEOUT_S = 20
 
 
@@ -33,21 +35,19 @@ class Vcsim:
     password: str
 
 
-def _vcsim_binary() -> str | None:
-    local = ROOT / ".cache" / "bin" / "vcsim"
-    if local.is_file():
-        return str(local)
-    return find_tool("vcsim")
+def lab_vcsim_binary() -> str | None:
+    built = ROOT / "build" / "bin" / "lab-vcsim"
+    return str(built) if built.is_file() else None
 
 
 @pytest.fixture(scope="session")
 def vcsim(tmp_path_factory: pytest.TempPathFactory):
-    binary = _vcsim_binary()
+    binary = lab_vcsim_binary()
     if binary is None:
-        missing("vcsim is not installed (looked in .cache/bin and on PATH): run scripts/install-vcsim.sh")
+        missing("lab-vcsim is not built (build/bin/lab-vcsim): run make simulator")
     logs = tmp_path_factory.mktemp("vcsim")
     out_path, err_path = logs / "stdout", logs / "stderr"
-    # Port 0: the kernel picks a free port and vcsim prints it, so two runs never race.
+    # Port 0: the kernel picks a free port and the simulator prints it, so two runs never race.
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
             [binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD],
@@ -73,7 +73,7 @@ def _wait_for_port(proc: subprocess.Popen, out_path: Path, err_path: Path) -> in
         if proc.poll() is not None:
             break
         time.sleep(0.05)
-    pytest.fail(f"vcsim did not start (exit {proc.poll()}): {err_path.read_text(errors='replace')[-2000:]}")
+    pytest.fail(f"lab-vcsim did not start (exit {proc.poll()}): {err_path.read_text(errors='replace')[-2000:]}")
 
 
 def _wait_until_answering(proc: subprocess.Popen, sim: Vcsim, err_path: Path) -> None:
@@ -89,7 +89,7 @@ def _wait_until_answering(proc: subprocess.Popen, sim: Vcsim, err_path: Path) ->
         except Exception as exc:  # noqa: BLE001 - retried until the deadline
             last = exc
             time.sleep(0.1)
-    pytest.fail(f"vcsim never answered a login: {last!r}; {err_path.read_text(errors='replace')[-2000:]}")
+    pytest.fail(f"lab-vcsim never answered a login: {last!r}; {err_path.read_text(errors='replace')[-2000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -115,11 +115,10 @@ def conn_props(vcsim: Vcsim) -> dict:
 
 # ---------------------------------------------------------------- in-process managed objects
 #
-# vcsim (govmomi v0.46.3) has no HostGraphicsManager or HostKernelModuleSystem behind the
-# references it hands out: every call on them answers vmodl.fault.ManagedObjectNotFound.
-# For those two, tests put a real pyVmomi managed object on a recording stub in place of
-# vcsim's: pyVmomi still type-checks each call, and the stub keeps the SOAP body it would
-# have sent, so a test can assert the exact request.
+# For behaviour no simulator shows (a host that accepts a change and does not apply it, a guest
+# that shuts down when asked), tests put a real pyVmomi managed object on a recording stub:
+# pyVmomi still type-checks each call, and the stub keeps the SOAP body it would have sent, so
+# a test can assert the exact request.
 
 
 @dataclass
@@ -169,7 +168,8 @@ class RecordingStub:
 
 @pytest.fixture()
 def fake_graphics(monkeypatch: pytest.MonkeyPatch):
-    """A HostGraphicsManager in default ``shared`` mode with one per-GPU override."""
+    """A HostGraphicsManager in default ``shared`` mode with one per-GPU override, in process, so a
+    test can make it misbehave."""
     from pyVmomi import vim
 
     from components.vsphere import hostops
@@ -187,27 +187,6 @@ def fake_graphics(monkeypatch: pytest.MonkeyPatch):
     stub.methods["UpdateGraphicsConfig"] = lambda config: stub.properties.__setitem__("graphicsConfig", config)
     manager = vim.host.GraphicsManager("ha-graphics-manager", stub)
     monkeypatch.setattr(hostops, "graphics_manager", lambda host: manager)
-    return stub
-
-
-@pytest.fixture()
-def fake_modules(monkeypatch: pytest.MonkeyPatch):
-    """A HostKernelModuleSystem whose nmlx5_core has no options configured."""
-    from pyVmomi import vim
-
-    from components.vsphere import hostops
-
-    configured = {"nmlx5_core": ""}
-    stub = RecordingStub(
-        properties={},
-        methods={
-            "QueryConfiguredModuleOptionString": lambda name: configured[name],
-            "UpdateModuleOptionString": lambda name, options: configured.__setitem__(name, options),
-        },
-    )
-    stub.configured = configured
-    system = vim.host.KernelModuleSystem("kernelModuleSystem", stub)
-    monkeypatch.setattr(hostops, "kernel_module_system", lambda host: system)
     return stub
 
 

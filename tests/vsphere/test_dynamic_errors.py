@@ -1,6 +1,6 @@
 """A failing pyvmomi resource says in one line what failed: which host or VM, which setting, which
 vSphere call, and why. Through the SDK's own provider server (`python -m pulumi.dynamic`, what
-the engine starts), whose gRPC error text is what `pulumi up` prints, against vcsim.
+the engine starts), whose gRPC error text is what `pulumi up` prints, against lab-vcsim.
 """
 
 from __future__ import annotations
@@ -78,6 +78,15 @@ def test_a_missing_advanced_option_is_one_line(provider_server, conn_props):
                     "object missing: host DC0_C0_H0 has no advanced option 'Net.NoSuchOption'")
 
 
+def test_a_missing_kernel_module_is_one_line(provider_server, conn_props):
+    text = create_error(provider_server, d._MODULE_OPTIONS, "mod", {
+        **conn_props, "hostName": "DC0_C0_H0", "module": "nmlx9_core", "options": "pfctx=0x08"})
+    assert_one_line(text)
+    assert text == ("host 'DC0_C0_H0', options of module nmlx9_core: create failed in "
+                    "HostKernelModuleSystem.QueryConfiguredModuleOptionString: object missing: "
+                    "no VMkernel module \"nmlx9_core\" on this host")
+
+
 def test_a_rejected_login_is_one_line(provider_server, conn_props):
     text = create_error(provider_server, d._FIREWALL_RULESET, "fw-login", {
         **conn_props, "password": "not-the-password", "hostName": "DC0_H0", "ruleset": "pvrdma", "enabled": True})
@@ -106,7 +115,7 @@ def test_other_errors_keep_their_traceback(provider_server, conn_props):
     assert "Traceback" in failure.value.details()
 
 
-# ---------------------------------------------------------------- faults vcsim does not raise
+# ---------------------------------------------------------------- faults the simulator does not raise
 
 
 @pytest.mark.parametrize("fault,reason", [

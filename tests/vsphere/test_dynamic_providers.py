@@ -1,10 +1,8 @@
-"""The dynamic providers: their CRUD against vcsim, how they register, how they travel.
+"""The dynamic providers: their CRUD against lab-vcsim, how they register, how they travel.
 
 Each provider is a plain object, so the lifecycle tests call create/diff/update/read/delete
 directly with the property dicts the engine would pass, then read vSphere back on a
-session of their own. Graphics and module options run against recording stubs (see
-conftest: vcsim has no HostGraphicsManager or HostKernelModuleSystem) while the login and
-host lookup still go to vcsim.
+session of their own. One test makes a host misbehave with a recording stub (conftest).
 """
 
 from __future__ import annotations
@@ -52,10 +50,7 @@ def vm_named(si, name: str):
 
 def test_advanced_option_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H0")
-    # ESXi ships Net.PVRDMAVmknic empty; vcsim only has the keys someone wrote.
-    host.configManager.advancedOption.UpdateOptions(
-        changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")]
-    )
+    assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == ""  # as ESXi ships it
     provider = d.AdvancedOptionProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.PVRDMAVmknic", value="vmk1")
 
@@ -146,34 +141,33 @@ def test_firewall_delete_restores_an_enabled_ruleset(si, conn_props):
     assert hostops.get_ruleset_enabled(host, "sshServer") is True
 
 
-# ---------------------------------------------------------------- graphics type (recording stub)
+# ---------------------------------------------------------------- graphics type
 
 
-def test_graphics_type_lifecycle(si, conn_props, fake_graphics):
+def test_graphics_type_lifecycle(si, conn_props):
+    host = hostops.find_host(si, "DC0_C0_H2")
     provider = d.GraphicsTypeProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect")
 
     created = provider.create(news)
     assert created.id == "DC0_C0_H2:graphics"
     assert created.outs["original"] == "shared"
-    assert fake_graphics.properties["graphicsConfig"].hostDefaultGraphicsType == "sharedDirect"
-    assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == ["sharedDirect"]
+    assert hostops.get_graphics_type(host) == "sharedDirect"
+    assert hostops.get_graphics_type(hostops.find_host(si, "DC0_C0_H1")) == "shared"  # that host only
     assert provider.diff(created.id, created.outs, news).changes is False
 
     updated = provider.update(created.id, created.outs, {**news, "graphicsType": "shared"})
     assert updated.outs["original"] == "shared"
-    assert fake_graphics.properties["graphicsConfig"].hostDefaultGraphicsType == "shared"
+    assert hostops.get_graphics_type(host) == "shared"
 
+    provider.update(created.id, updated.outs, news)
+    assert hostops.get_graphics_type(host) == "sharedDirect"
     provider.delete(created.id, {**updated.outs, "graphicsType": "sharedDirect"})
-    assert fake_graphics.properties["graphicsConfig"].hostDefaultGraphicsType == "shared"
-    # The host already has the original back: delete reads it and writes nothing.
-    assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == [
-        "sharedDirect",
-        "shared",
-    ]
+    assert hostops.get_graphics_type(host) == "shared"  # what create found
 
 
 def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fake_graphics):
+    # A host that accepts the change and does not apply it: no simulator does that, so in process.
     fake_graphics.methods["UpdateGraphicsConfig"] = lambda config: None  # accepted, not applied
     provider = d.GraphicsTypeProvider()
     with pytest.raises(d.VsphereOperationError, match="graphics type: create failed in HostGraphicsManager.graphicsConfig: "
@@ -183,10 +177,11 @@ def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fak
     assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == ["sharedDirect", "shared"]
 
 
-# ---------------------------------------------------------------- module options (recording stub)
+# ---------------------------------------------------------------- module options
 
 
-def test_module_options_lifecycle(si, conn_props, fake_modules):
+def test_module_options_lifecycle(si, conn_props):
+    host = hostops.find_host(si, "DC0_C0_H2")
     provider = d.ModuleOptionsProvider()
     options = "pfctx=0x08 pfcrx=0x08 trust_state=2"
     news = engine_props(provider, conn_props, hostName="DC0_C0_H2", module="nmlx5_core", options=options)
@@ -194,15 +189,14 @@ def test_module_options_lifecycle(si, conn_props, fake_modules):
     created = provider.create(news)
     assert created.id == "DC0_C0_H2:module:nmlx5_core"
     assert created.outs["original"] == ""
-    assert fake_modules.configured["nmlx5_core"] == options
+    assert hostops.get_module_options(host, "nmlx5_core") == options
+    assert provider.diff(created.id, created.outs, news).changes is False
 
     updated = provider.update(created.id, created.outs, {**news, "options": "pfctx=0x10 pfcrx=0x10"})
-    assert fake_modules.configured["nmlx5_core"] == "pfctx=0x10 pfcrx=0x10"
+    assert hostops.get_module_options(host, "nmlx5_core") == "pfctx=0x10 pfcrx=0x10"
 
     provider.delete(created.id, updated.outs)
-    assert fake_modules.configured["nmlx5_core"] == ""
-    sent = [c.body()["options"] for c in fake_modules.calls if c.method == "UpdateModuleOptionString"]
-    assert sent == [options, "pfctx=0x10 pfcrx=0x10", ""]
+    assert hostops.get_module_options(host, "nmlx5_core") == ""  # what create found
 
 
 # ---------------------------------------------------------------- vGPU profile

@@ -1,4 +1,5 @@
-"""hostops against vcsim, and against in-process managed objects where vcsim has none."""
+"""hostops against lab-vcsim (the project's vCenter simulator), and against in-process managed
+objects for what no simulator does (a guest that shuts down when asked)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_session_logs_in_and_out(vcsim):
 
 
 def test_session_checks_certificates_unless_insecure(vcsim):
-    # vcsim's certificate is self-signed: only `insecure` may accept it.
+    # The simulator's certificate is self-signed: only `insecure` may accept it.
     with pytest.raises(ssl.SSLCertVerificationError):
         with hostops.session(vcsim.server, vcsim.user, vcsim.password, port=vcsim.port, insecure=False):
             pass
@@ -64,10 +65,12 @@ def test_find_vm_by_moid_checks_the_name(si):
 
 def test_advanced_option_round_trip(si):
     host = hostops.find_host(si, HOST)
-    # vcsim knows only Config.HostAgent.log.level: QueryOptions on another key answers
-    # vim.fault.InvalidName, which must become a readable error.
-    with pytest.raises(hostops.VsphereLookupError, match="no advanced option 'Net.PVRDMAVmknic'"):
-        hostops.get_advanced_option(host, "Net.PVRDMAVmknic")
+    # QueryOptions on a key the host does not have answers vim.fault.InvalidName, which must
+    # become a readable error.
+    with pytest.raises(hostops.VsphereLookupError, match="no advanced option 'Net.NoSuchOption'"):
+        hostops.get_advanced_option(host, "Net.NoSuchOption")
+    # As on a fresh ESXi host, PVRDMA's option is there and empty.
+    assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == ""
     assert hostops.get_advanced_option(host, "Config.HostAgent.log.level") == "info"
     hostops.set_advanced_option(host, "Config.HostAgent.log.level", "verbose")
     try:
@@ -79,7 +82,7 @@ def test_advanced_option_round_trip(si):
 def test_advanced_option_keeps_the_hosts_value_type(si):
     host = hostops.find_host(si, HOST)
     long = VmomiSupport.vmodlTypes["long"]
-    # A numeric option as ESXi has them (xsd:long); vcsim stores what UpdateOptions sends.
+    # A numeric option as ESXi has them (xsd:long); the simulator stores what UpdateOptions sends.
     host.configManager.advancedOption.UpdateOptions(
         changedValue=[vim.option.OptionValue(key="Net.TcpipHeapMax", value=long(512))]
     )
@@ -104,7 +107,7 @@ def test_as_option_type(value, current, expected):
 
 def test_firewall_ruleset_round_trip(si):
     host = hostops.find_host(si, HOST)
-    assert hostops.get_ruleset_enabled(host, "pvrdma") is False  # vcsim ships it disabled
+    assert hostops.get_ruleset_enabled(host, "pvrdma") is False  # ESXi ships it disabled
     hostops.set_ruleset_enabled(host, "pvrdma", True)
     try:
         assert hostops.get_ruleset_enabled(host, "pvrdma") is True
@@ -116,59 +119,74 @@ def test_firewall_ruleset_round_trip(si):
         hostops.set_ruleset_enabled(host, "rdma", True)
 
 
+def test_each_host_has_its_own_firewall_rulesets(si):
+    host, other = hostops.find_host(si, "DC0_C0_H0"), hostops.find_host(si, "DC0_C0_H1")
+    hostops.set_ruleset_enabled(host, "pvrdma", True)
+    try:
+        assert hostops.get_ruleset_enabled(host, "pvrdma") is True
+        assert hostops.get_ruleset_enabled(other, "pvrdma") is False
+    finally:
+        hostops.set_ruleset_enabled(host, "pvrdma", False)
+
+
 # ---------------------------------------------------------------- graphics and kernel modules
 
 
-def test_vcsim_lacks_graphics_manager_and_kernel_module_system(si):
-    """Why the next tests use recording stubs; fails (good news) once vcsim models them."""
-    host = hostops.find_host(si, HOST)
-    with pytest.raises(vmodl.fault.ManagedObjectNotFound):
-        host.configManager.graphicsManager.graphicsConfig  # noqa: B018
-    with pytest.raises(vmodl.fault.ManagedObjectNotFound):
-        host.configManager.kernelModuleSystem.QueryConfiguredModuleOptionString(name="nmlx5_core")
+def test_each_host_has_its_own_graphics_manager_and_kernel_module_system(si):
+    hosts = [hostops.find_host(si, name) for name in ("DC0_H0", "DC0_C0_H0", "DC0_C0_H1", "DC0_C0_H2")]
+    assert len({h.configManager.graphicsManager._moId for h in hosts}) == len(hosts)
+    assert len({h.configManager.kernelModuleSystem._moId for h in hosts}) == len(hosts)
 
 
-def test_set_graphics_type_sends_the_whole_config(si, fake_graphics):
-    host = hostops.find_host(si, HOST)
+def test_set_graphics_type_keeps_policy_and_per_gpu_overrides(si):
+    host = hostops.find_host(si, "DC0_C0_H0")
+    other = hostops.find_host(si, "DC0_C0_H1")
+    manager = host.configManager.graphicsManager
+    before = manager.graphicsConfig
+    assert before.hostDefaultGraphicsType == "shared"  # ESXi's default
+    manager.UpdateGraphicsConfig(config=vim.host.GraphicsConfig(
+        hostDefaultGraphicsType="shared", sharedPassthruAssignmentPolicy="consolidation",
+        deviceType=[vim.host.GraphicsConfig.DeviceType(deviceId="0000:3b:00.0", graphicsType="sharedDirect")]))
+    try:
+        hostops.set_graphics_type(host, "sharedDirect")
+        config = manager.graphicsConfig
+        assert config.hostDefaultGraphicsType == "sharedDirect"
+        assert config.sharedPassthruAssignmentPolicy == "consolidation"
+        assert [(d.deviceId, d.graphicsType) for d in config.deviceType] == [("0000:3b:00.0", "sharedDirect")]
+        assert hostops.get_graphics_type(other) == "shared"  # one host only
+    finally:
+        manager.UpdateGraphicsConfig(config=before)
     assert hostops.get_graphics_type(host) == "shared"
-    hostops.set_graphics_type(host, "sharedDirect")
-    assert hostops.get_graphics_type(host) == "sharedDirect"
-    [call] = fake_graphics.calls
-    assert call.method == "UpdateGraphicsConfig"
-    [config] = call.args
-    assert isinstance(config, vim.host.GraphicsConfig)
-    assert config.hostDefaultGraphicsType == "sharedDirect"
-    # The assignment policy and the per-GPU override survive the change.
-    assert config.sharedPassthruAssignmentPolicy == "performance"
-    assert [(d.deviceId, d.graphicsType) for d in config.deviceType] == [("0000:3b:00.0", "sharedDirect")]
-    assert call.body() == {
-        "_this": "ha-graphics-manager",
-        "config": {
-            "hostDefaultGraphicsType": "sharedDirect",
-            "sharedPassthruAssignmentPolicy": "performance",
-            "deviceType": {"deviceId": "0000:3b:00.0", "graphicsType": "sharedDirect"},
-        },
-    }
 
 
-def test_set_graphics_type_refuses_unknown_types(si, fake_graphics):
+def test_set_graphics_type_refuses_unknown_types(si):
+    host = hostops.find_host(si, "DC0_C0_H0")
     with pytest.raises(ValueError, match="one of shared, sharedDirect"):
-        hostops.set_graphics_type(hostops.find_host(si, HOST), "direct")
-    assert fake_graphics.calls == []
+        hostops.set_graphics_type(host, "direct")
+    assert hostops.get_graphics_type(host) == "shared"
 
 
-def test_module_options_round_trip(si, fake_modules):
-    host = hostops.find_host(si, HOST)
+def test_the_simulator_refuses_a_graphics_type_esxi_does_not_know(si):
+    # vim.host.GraphicsConfig.GraphicsType: shared, sharedDirect (vSphere Web Services API).
+    manager = hostops.find_host(si, "DC0_C0_H0").configManager.graphicsManager
+    with pytest.raises(vmodl.fault.InvalidArgument) as refused:
+        manager.UpdateGraphicsConfig(config=vim.host.GraphicsConfig(hostDefaultGraphicsType="direct"))
+    assert refused.value.invalidProperty == "config.hostDefaultGraphicsType"
+
+
+def test_module_options_round_trip(si):
+    host, other = hostops.find_host(si, "DC0_C0_H0"), hostops.find_host(si, "DC0_C0_H1")
     assert hostops.get_module_options(host, "nmlx5_core") == ""
     hostops.set_module_options(host, "nmlx5_core", "pfctx=0x08 pfcrx=0x08 trust_state=2")
-    assert fake_modules.configured["nmlx5_core"] == "pfctx=0x08 pfcrx=0x08 trust_state=2"
-    update = fake_modules.calls[1]
-    assert update.method == "UpdateModuleOptionString"
-    assert update.body() == {
-        "_this": "kernelModuleSystem",
-        "name": "nmlx5_core",
-        "options": "pfctx=0x08 pfcrx=0x08 trust_state=2",
-    }
+    try:
+        assert hostops.get_module_options(host, "nmlx5_core") == "pfctx=0x08 pfcrx=0x08 trust_state=2"
+        assert hostops.get_module_options(other, "nmlx5_core") == ""
+        loaded = {m.name: m.optionString for m in host.configManager.kernelModuleSystem.QueryModules()}
+        assert loaded["nmlx5_core"] == "pfctx=0x08 pfcrx=0x08 trust_state=2"
+    finally:
+        hostops.set_module_options(host, "nmlx5_core", "")
+    with pytest.raises(vim.fault.NotFound):
+        hostops.get_module_options(host, "nmlx9_core")
 
 
 # ---------------------------------------------------------------- vGPU

@@ -1,0 +1,40 @@
+"""tools/bench_up: the critical path it compares `pulumi up` with."""
+
+from __future__ import annotations
+
+from tools.bench_up import CREATE_CALLS, DELAYS, critical_path, method_delay_flag
+from tools.mockrun import Recorded
+
+VM = "vsphere:index/virtualMachine:VirtualMachine"
+DYNAMIC = "pulumi-python:dynamic:Resource"
+
+
+def res(name: str, type_: str, *deps: str, parent: str = "", kind: str = "") -> Recorded:
+    return Recorded(type=type_, name=name, urn=f"urn::{name}", parent_urn=parent and f"urn::{parent}",
+                    custom=type_ != "gpu-lab:vsphere:LabVms", inputs={"kind": kind} if kind else {},
+                    dependencies=[f"urn::{d}" for d in deps])
+
+
+def test_the_longest_chain_weighted_by_each_create_s_calls():
+    resources = [
+        res("vds", "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"),
+        res("pg", "vsphere:index/distributedPortGroup:DistributedPortGroup", "vds"),
+        res("vms", "gpu-lab:vsphere:LabVms"),
+        res("cp", VM, parent="vms"),                        # 145 s, no dependencies
+        res("w1", VM, "pg", parent="vms"),                  # 2 + 2 + 145 s
+        res("w1-vgpu", DYNAMIC, "w1", kind="vsphere-vm-vgpu"),  # + 37.5 s
+        res("graphics", DYNAMIC, kind="vsphere-host-graphics"),
+        # Waiting for a component waits for everything under it, w1 included.
+        res("after-vms", DYNAMIC, "vms", kind="vsphere-host-graphics"),
+    ]
+    seconds, chain = critical_path(resources, scale=1)
+    assert (seconds, chain) == (186.5, ["vds", "pg", "w1", "w1-vgpu"])
+    assert critical_path(resources, scale=0.1)[0] == 18.65
+    resources[-1].dependencies.append("urn::w1-vgpu")
+    assert critical_path(resources, scale=1) == (188.5, ["vds", "pg", "w1", "w1-vgpu", "after-vms"])
+
+
+def test_every_delayed_call_has_a_source_and_every_create_call_a_delay():
+    assert all(ms > 0 and source for ms, source in DELAYS.values())
+    assert {m for calls in CREATE_CALLS.values() for m in calls} <= set(DELAYS)
+    assert method_delay_flag(0.5).split(",")[0] == "CloneVM_Task:60000"
