@@ -54,14 +54,26 @@ registers a Kubernetes object the typed classes cannot carry.
     CLI displays, `-v`/`--logflow` reach plugins, not the program), so SDK debug messages are
     dropped unless GPU_LAB_SDK_DEBUG=1 is set (then `--debug` shows them again). Info, warnings
     and errors (`pulumi.log.info/warn/error`) are untouched.
+- `widen_dynamic_provider_server(workers)`, run in the dynamic provider's own process when our
+  providers' module loads there: `python -m pulumi.dynamic` serves every request of a provider
+  with `grpc.server(futures.ThreadPoolExecutor(max_workers=4))` (pulumi/pulumi,
+  sdk/python/lib/pulumi/dynamic/__main__.py, `main`), whatever the engine's `--parallel` says, so
+  at most four pyvmomi resources of a lab are created at once: a vGPU profile takes three VM
+  tasks, and 64 workers' profiles queued through four slots for 600 s (docs/benchmark.md). The
+  executor reads its `_max_workers` each time it is handed a request (CPython's
+  `ThreadPoolExecutor._adjust_thread_count`), so raising it on the server's executor lets more
+  requests run at once. Only on the checked SDK version, and only in that process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.metadata
 import os
+import sys
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pulumi.log
@@ -126,6 +138,29 @@ _warned_versions: set[str] = set()
 
 def sdk_version() -> str:
     return importlib.metadata.version("pulumi")
+
+
+DYNAMIC_SERVER_WORKERS = 4
+"""The thread pool `python -m pulumi.dynamic` serves a provider with (its `main`, SDK 3.272.0)."""
+
+
+def widen_dynamic_provider_server(workers: int) -> bool:
+    """In the `python -m pulumi.dynamic` process of the checked SDK version, let its gRPC server run up
+    to `workers` requests at once (see the module docstring); True when it did. Elsewhere (the
+    program, tests, another SDK version) nothing changes."""
+    server = sys.modules.get("__main__")
+    if getattr(server, "DynamicResourceProviderServicer", None) is None or not callable(getattr(server, "main", None)):
+        return False
+    if sdk_version() != CHECKED_AGAINST["pulumi"]:
+        return False
+    # the server `main` made: grpc's server object keeps its executor (grpc/_server.py, _ServerState.thread_pool)
+    pools = [getattr(getattr(o, "_state", None), "thread_pool", None) for o in gc.get_objects()
+             if type(o).__module__ == "grpc._server" and type(o).__name__ == "_Server"]
+    if len(pools) != 1 or not isinstance(pools[0], ThreadPoolExecutor) \
+            or pools[0]._max_workers != DYNAMIC_SERVER_WORKERS:  # not the server as checked: leave it as it is
+        return False
+    pools[0]._max_workers = max(workers, DYNAMIC_SERVER_WORKERS)
+    return True
 
 
 def install_program_patches() -> bool:

@@ -11,6 +11,7 @@ import asyncio
 import importlib.metadata
 import inspect
 import time
+from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -355,3 +356,41 @@ def test_patches_apply_only_on_the_checked_sdk_version_else_the_sdks_own_run_wit
     assert pulumi.log.debug is sdk_internals._sdk_log_debug
     assert len(warnings) == 1 and "pulumi 3.999.0 is installed" in warnings[0] \
         and sdk_internals.CHECKED_AGAINST["pulumi"] in warnings[0]
+
+
+def test_the_dynamic_provider_server_still_serves_with_four_threads():
+    # What widen_dynamic_provider_server stands in for: pulumi/dynamic/__main__.py, main().
+    import pulumi.dynamic
+
+    source = (Path(pulumi.dynamic.__file__).parent / "__main__.py").read_text()
+    assert f"futures.ThreadPoolExecutor(max_workers={sdk_internals.DYNAMIC_SERVER_WORKERS})" in source
+    assert "class DynamicResourceProviderServicer" in source
+
+
+def test_widening_applies_only_in_the_provider_server_of_the_checked_sdk(monkeypatch):
+    import concurrent.futures
+    import sys
+    import threading
+    import types
+
+    assert sdk_internals.widen_dynamic_provider_server(64) is False  # pytest's __main__ is no server
+    server = types.ModuleType("__main__")
+    server.DynamicResourceProviderServicer = type("DynamicResourceProviderServicer", (), {})
+    server.main = lambda: None
+    monkeypatch.setitem(sys.modules, "__main__", server)
+    import grpc
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=sdk_internals.DYNAMIC_SERVER_WORKERS)
+    grpc_server = grpc.server(pool)  # as pulumi.dynamic's main builds it (never started here)
+    try:
+        monkeypatch.setattr(sdk_internals, "sdk_version", lambda: "3.999.0")
+        assert sdk_internals.widen_dynamic_provider_server(64) is False
+        assert pool._max_workers == 4
+        monkeypatch.setattr(sdk_internals, "sdk_version", lambda: sdk_internals.CHECKED_AGAINST["pulumi"])
+        assert sdk_internals.widen_dynamic_provider_server(64) is True
+        together = threading.Barrier(8, timeout=20)  # eight tasks inside at once: more than four threads
+        results = [f.result(timeout=30) for f in [pool.submit(together.wait) for _ in range(8)]]
+        assert sorted(results) == list(range(8))  # each waiter got its own index: all eight met
+    finally:
+        del grpc_server
+        pool.shutdown(wait=False)

@@ -61,7 +61,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from components.sdk_internals import is_unknown, unwrap_secret
+from components.sdk_internals import is_unknown, unwrap_secret, widen_dynamic_provider_server
 
 
 class VsphereOperationError(RuntimeError):
@@ -106,6 +106,10 @@ def _one_line_errors_in_the_provider_server() -> None:
 
 
 _one_line_errors_in_the_provider_server()
+# As many vSphere calls at once as the engine sends (its --parallel): a lab's host settings and vGPU
+# profiles would otherwise go through the provider server's four threads (sdk_internals).
+PROVIDER_SERVER_WORKERS = 64
+widen_dynamic_provider_server(PROVIDER_SERVER_WORKERS)
 
 
 class _Failures:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pulumi
 import pytest
+from conftest import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary
 from google.protobuf import struct_pb2
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
@@ -23,6 +27,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pyVim.task import WaitForTask
 from pyVmomi import vim
+from required_tools import missing
 
 from components.vsphere import dynamic as d
 from components.vsphere import hostops
@@ -443,3 +448,62 @@ def test_module_options_have_no_silent_default():
     conn = d.VcenterConnection("vc.lab.example", "administrator", "x")
     with pytest.raises(TypeError, match="needs options"):
         d.HostModuleOptions("esx24-nmlx5", conn, "esx01")
+
+
+def test_the_provider_server_runs_more_than_four_creates_at_once(tmp_path):
+    """Through `python -m pulumi.dynamic`, as the engine runs it: the SDK serves a provider with four
+    threads (pulumi/dynamic/__main__.py, main); once our providers' module loads there it widens
+    that pool (components/sdk_internals.py, widen_dynamic_provider_server), so sixteen creates
+    against a vCenter whose host look-up takes 2 s finish together, not four at a time."""
+    import grpc
+    from google.protobuf import struct_pb2
+    from pulumi.dynamic.dynamic import serialize_provider
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    binary = lab_vcsim_binary()
+    if binary is None:
+        missing("lab-vcsim is not built (build/bin/lab-vcsim): run make simulator")
+    delay_ms, calls = 2000, 16
+    sim = subprocess.Popen([binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD,
+                            "-method-delay", f"CreateContainerView:{delay_ms}"], stdout=(tmp_path / "out").open("w"),
+                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    server = subprocess.Popen([sys.executable, "-m", "pulumi.dynamic"], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while "GOVC_URL=" not in (tmp_path / "out").read_text():
+            assert time.monotonic() < deadline and sim.poll() is None, "lab-vcsim did not start"
+            time.sleep(0.05)
+        sim_port = int(re.search(r"@127\.0\.0\.1:(\d+)/sdk", (tmp_path / "out").read_text()).group(1))
+        port = int(server.stdout.readline())
+        errors: list[BaseException] = []
+
+        def create(i: int) -> None:
+            props = struct_pb2.Struct()
+            props.update({"kind": d._FIREWALL_RULESET.kind, "server": "127.0.0.1", "port": sim_port,
+                          "user": VCSIM_USER, "password": VCSIM_PASSWORD, "insecure": True,
+                          "hostName": "DC0_H0", "ruleset": "pvrdma", "enabled": True, "original": None,
+                          "__provider": serialize_provider(d._FIREWALL_RULESET)})
+            urn = f"urn:pulumi:test::gpu-lab::pulumi-python:dynamic:Resource::ruleset-{i}"
+            try:
+                with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                    provider_pb2_grpc.ResourceProviderStub(channel).Create(
+                        provider_pb2.CreateRequest(urn=urn, properties=props), timeout=120)
+            except grpc.RpcError as exc:
+                errors.append(exc)
+
+        create(0)  # loads the providers' module in the server: the pool is widened from here on
+        started = time.monotonic()
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(calls)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=150)
+        elapsed = time.monotonic() - started
+        assert errors == []
+        # four at a time would take calls / 4 rounds of at least one look-up's delay each
+        assert elapsed < (calls / 4) * delay_ms / 1000, f"{calls} creates took {elapsed:.1f} s"
+    finally:
+        stop(server, grace_s=10)
+        stop(sim, grace_s=10)
