@@ -3,14 +3,16 @@
 ConnectX module options are handed to the module when it loads and the graphics type is used once
 Xorg restarts or the host reboots: after `pulumi up` wrote them, they are not in force yet. The
 providers record the host's boot time (HostSystem.runtime.bootTime) at the write; `pulumi refresh`
-reads it again. vcsim (govmomi v0.46.3) gives every host the simulator's start time as boot time
-and has no reboot, so a reboot is simulated by a later boot time (hostops.boot_time, the seam).
+reads it again. lab-vcsim gives every host the simulator's start time as boot time and has no
+reboot, so a reboot is simulated by a later boot time (hostops.boot_time, the seam). Module options
+are written to the simulator's own per-host kernel module system.
 """
 
 from __future__ import annotations
 
 import builders
 import pulumi
+import pytest
 
 from components.vsphere import dynamic as d
 from components.vsphere import hostops
@@ -23,6 +25,23 @@ def engine_props(provider, conn_props: dict, **inputs) -> dict:
     return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **conn_props, **inputs}
 
 
+@pytest.fixture()
+def module_writes(si, monkeypatch) -> list[tuple[str, str]]:
+    """Every module option string written to a host, the host's options put back afterwards."""
+    writes: list[tuple[str, str]] = []
+    real_set = hostops.set_module_options
+
+    def recording_set(host, module, options):
+        writes.append((module, options))
+        real_set(host, module, options)
+
+    monkeypatch.setattr(hostops, "set_module_options", recording_set)
+    host = hostops.find_host(si, "DC0_C0_H1")
+    found = hostops.get_module_options(host, "nmlx5_core")
+    yield writes
+    real_set(host, "nmlx5_core", found)
+
+
 def test_vcsim_reports_a_boot_time(si):
     # What the providers compare: vcsim sets it when it creates the host (simulator/host_system.go).
     host = hostops.find_host(si, "DC0_C0_H1")
@@ -30,12 +49,13 @@ def test_vcsim_reports_a_boot_time(si):
     assert hostops.boot_time(host) == host.runtime.bootTime.isoformat()
 
 
-def test_written_module_options_are_pending_until_the_host_reboots(si, conn_props, fake_modules, monkeypatch):
+def test_written_module_options_are_pending_until_the_host_reboots(si, conn_props, module_writes, monkeypatch):
     provider = d.ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     booted = hostops.boot_time(hostops.find_host(si, "DC0_C0_H1"))
 
     created = provider.create(news)
+    assert module_writes == [("nmlx5_core", OPTIONS)]
     assert (created.outs["pendingReboot"], created.outs["pendingSinceBoot"]) == (True, booted)
 
     # `pulumi refresh` before the reboot: still pending
@@ -47,7 +67,7 @@ def test_written_module_options_are_pending_until_the_host_reboots(si, conn_prop
     assert refreshed["options"] == OPTIONS
 
 
-def test_a_changed_priority_is_pending_again(si, conn_props, fake_modules, monkeypatch):
+def test_a_changed_priority_is_pending_again(si, conn_props, module_writes, monkeypatch):
     provider = d.ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
@@ -61,27 +81,28 @@ def test_a_changed_priority_is_pending_again(si, conn_props, fake_modules, monke
     assert updated.outs["original"] == ""  # still what create found
 
 
-def test_options_already_in_place_are_neither_written_nor_pending(si, conn_props, fake_modules):
-    fake_modules.configured["nmlx5_core"] = OPTIONS
+def test_options_already_in_place_are_neither_written_nor_pending(si, conn_props, module_writes):
+    hostops.set_module_options(hostops.find_host(si, "DC0_C0_H1"), "nmlx5_core", OPTIONS)
+    module_writes.clear()
     provider = d.ModuleOptionsProvider()
     created = provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core",
                                            options=OPTIONS))
-    assert [c.method for c in fake_modules.calls] == ["QueryConfiguredModuleOptionString"]
+    assert module_writes == []
     assert (created.outs["pendingReboot"], created.outs["original"]) == (False, OPTIONS)
 
 
-def test_a_connection_only_update_writes_nothing_and_keeps_the_pending_state(si, conn_props, fake_modules):
+def test_a_connection_only_update_writes_nothing_and_keeps_the_pending_state(si, conn_props, module_writes):
     """A rotated vCenter password: the engine calls update with the new password (our diff says update);
     the options on the host are what they were, so nothing is written and nothing becomes pending."""
     provider = d.ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
-    written = len(fake_modules.calls)
+    written = len(module_writes)
     olds = {**created.outs, "password": "the-password-before"}
     diff = provider.diff(created.id, olds, news)
     assert (diff.changes, diff.replaces) == (True, [])
     updated = provider.update(created.id, olds, news)
-    assert [c.method for c in fake_modules.calls[written:]] == ["QueryConfiguredModuleOptionString"]
+    assert module_writes[written:] == []
     assert updated.outs["pendingSinceBoot"] == created.outs["pendingSinceBoot"]
     assert updated.outs["password"] == conn_props["password"]
 
@@ -140,7 +161,7 @@ def test_nothing_pending_is_an_empty_map():
 
 
 
-def test_an_update_after_the_reboot_clears_what_was_pending(si, conn_props, fake_modules, monkeypatch):
+def test_an_update_after_the_reboot_clears_what_was_pending(si, conn_props, module_writes, monkeypatch):
     """Without a refresh in between: the next update (here a rotated password) sees the new boot."""
     provider = d.ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
