@@ -193,10 +193,12 @@ if [[ $UP = 1 ]]; then
             run config.log pulumi config set --path "gpu-lab:vsphere.workers.names[$count]" "$worker"
             run day2-preview.log pulumi preview --non-interactive --diff "${PACK_ARGS[@]}"
             echo "day 2: add worker $worker; the preview plans:"
-            # One line per planned change: "+ type: (create)" / "~ type: (update)" and the URN after it.
-            grep -A1 -E '^ *[-+~]+ [a-z].*: \((create|update|replace|delete|create-replacement|delete-replaced)\)' \
-                "$WORK/day2-preview.log" | grep -oE '(\((create|update|replace|delete|create-replacement|delete-replaced)\)|urn=[^]]*)' \
-                | paste - - | sed -E 's/^/  /'
+            # One line per planned change: the step's "(op)" and the first URN after it (an update
+            # shows its [id=...] line before the URN).
+            awk 'match($0, /^ *[-+~]+ [a-z].*: \((create|update|replace|delete|create-replacement|delete-replaced)\)/) {
+                     op = $NF; next }
+                 op != "" && match($0, /\[urn=[^]]*/) { print "  " op "\t" substr($0, RSTART + 1, RLENGTH - 1); op = "" }' \
+                "$WORK/day2-preview.log"
             t=$SECONDS
             run day2-up.log pulumi up --yes --non-interactive "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}"
             summary=$(grep -E '^ +[-+~]+ [0-9]+ (created|updated|replaced|deleted)' "$WORK/day2-up.log" | sed -E 's/^ +//' | paste -sd ',' -)

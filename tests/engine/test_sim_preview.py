@@ -46,7 +46,7 @@ def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
     assert [line.split()[1] for line in passed] == ["lab-vcsim", "stack", "preview"], out
     # Every resource of the sim stack is planned: 3 worker hosts x (vmk + 4 host settings),
     # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 1 anti-affinity rule, 2 components, the
-    # pyvmomi resources' explicit provider and the stack.
+    # pyvmomi resources' explicit provider, the lab's identity record and its provider, the stack.
     assert re.search(r"PASS preview --policy-pack policies: 34 to create", proc.stdout), out
 
 
@@ -59,14 +59,16 @@ def test_sim_stack_up_day2_and_destroy_with_the_real_providers():
     assert [line.split()[1].rstrip(":") for line in passed] == [
         "lab-vcsim", "stack", "preview", "up", "preview", "day-2", "destroy"], out
     # Every resource is created, and the program and vSphere agree right after.
-    assert re.search(r"PASS up: 32 created", proc.stdout), out
+    assert re.search(r"PASS up: 34 created", proc.stdout), out
     assert "PASS preview --expect-no-changes: no changes after up" in proc.stdout
-    # One more worker: its VM and its vGPU profile, and the VMs component's inputs; nothing else.
+    # One more worker: its VM and its vGPU profile, the VMs component's outputs and the identity
+    # record's node list (both in state only); nothing else.
     planned = re.findall(r"^  \((\w[\w-]*)\)\s+urn=\S+::(\S+)$", proc.stdout, re.M)
-    assert sorted(planned) == [("create", "vms-simw04"), ("create", "vms-simw04-vgpu"), ("update", "vms")], out
-    assert re.search(r"PASS day-2 up \(worker simw04\): \+ 2 created,~ 1 updated", proc.stdout), out
-    # destroy removes all 34 and puts hosts, VMs and switches back as they were before up.
-    assert re.search(r"PASS destroy: 34 deleted, \d+s; hosts, VMs and switches as before up", proc.stdout), out
+    assert sorted(planned) == [("create", "vms-simw04"), ("create", "vms-simw04-vgpu"),
+                               ("update", "lab-identity"), ("update", "vms")], out
+    assert re.search(r"PASS day-2 up \(worker simw04\): \+ 2 created,~ 2 updated", proc.stdout), out
+    # destroy removes all 36 and puts hosts, VMs and switches back as they were before up.
+    assert re.search(r"PASS destroy: 36 deleted, \d+s; hosts, VMs and switches as before up", proc.stdout), out
 
 
 def test_sim_preview_refuses_up_on_a_lab_stack():
