@@ -128,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	_ = server
 	// More specific than the simulator's own "/sdk" patterns, so SOAP goes through sdkFilter.
 	for _, path := range []string{"/sdk", "/sdk/vimService"} {
-		model.Service.ServeMux.Handle("POST "+path, sdkFilter(model.Service.ServeSDK))
+		model.Service.ServeMux.Handle("POST "+path, sdkFilter(model.Service.ServeSDK, model.Map()))
 	}
 
 	out := stdout

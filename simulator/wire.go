@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// Two things vCenter does with object references that the simulator does not, fixed at the
-// SOAP boundary (sdkFilter wraps the SDK handler):
+// Three things vCenter does that the simulator does not, fixed at the SOAP boundary (sdkFilter
+// wraps the SDK handler):
 //
 //   - vCenter creates VMware switches as VmwareDistributedVirtualSwitch, and clients ask for a
 //     new switch by that type (pulumi-vsphere does). The simulator keeps every switch as its own
@@ -24,6 +25,11 @@ import (
 //     cluster: pulumi-vsphere asks for the inventory path of a cluster that way); the simulator
 //     finds objects by exact type only. A request's reference whose type is a supertype of the
 //     object with that id is given the object's own type.
+//   - vCenter names a task (TaskInfo.name) by the method that started it, PowerOffVM_Task; the
+//     simulator names it by its Go runner, PowerVm_Task for every power operation, a name no
+//     client knows: pyVmomi reads it as an UnknownManagedMethod, and pyVim's WaitForTask fails
+//     on it when it finds the task still running. A task started over SOAP gets its method's
+//     name before the client learns its reference.
 
 var (
 	vmwareSwitch = []byte("VmwareDistributedVirtualSwitch")
@@ -34,6 +40,8 @@ var (
 	}
 	// A reference in a request: <obj type="ComputeResource">domain-c28</obj>.
 	reference = regexp.MustCompile(` type="([A-Za-z]+)">([^<]+)<`)
+	// The answer of a method that starts a task: <PowerOffVM_TaskResponse ...><returnval type="Task">task-7<.
+	startedTask = regexp.MustCompile(`<([A-Za-z]+_Task)Response[^>]*><returnval type="Task">([^<]+)<`)
 )
 
 // supertypes: for a managed object type, the types whose references may name it.
@@ -117,8 +125,23 @@ func rewriteResponse(body []byte) []byte {
 	return body
 }
 
-// sdkFilter wraps the SDK handler with the rewriting above.
-func sdkFilter(sdk http.HandlerFunc) http.Handler {
+// nameStartedTask gives the task a response hands out the name of the method that started it.
+func nameStartedTask(tasks *simulator.Registry, response []byte) {
+	found := startedTask.FindSubmatch(response)
+	if found == nil {
+		return
+	}
+	ref := types.ManagedObjectReference{Type: "Task", Value: string(found[2])}
+	task, ok := tasks.Get(ref).(*simulator.Task)
+	if !ok {
+		return
+	}
+	// Under the task's lock: its runner updates the task's info from another goroutine.
+	tasks.WithLock(&simulator.Context{Map: tasks}, task, func() { task.Info.Name = string(found[1]) })
+}
+
+// sdkFilter wraps the SDK handler with the rewriting above; tasks is the registry tasks live in.
+func sdkFilter(sdk http.HandlerFunc, tasks *simulator.Registry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -130,6 +153,7 @@ func sdkFilter(sdk http.HandlerFunc) http.Handler {
 		r.ContentLength = int64(len(body))
 		rec := httptest.NewRecorder()
 		sdk(rec, r)
+		nameStartedTask(tasks, rec.Body.Bytes())
 		out := rewriteResponse(rec.Body.Bytes())
 		for k, v := range rec.Header() {
 			w.Header()[k] = v

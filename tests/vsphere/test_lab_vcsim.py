@@ -179,6 +179,21 @@ def test_concurrent_task_waits_on_one_session_all_finish(si):
         assert [t.result(timeout=60) for t in tasks] == ["success"] * 16
 
 
+def test_a_task_is_named_by_the_method_that_started_it(si):
+    # TaskInfo.name is the method's name, as vCenter gives it. pyVim's WaitForTask reads
+    # info.name.info.name of a task it finds running: a name pyVmomi does not know
+    # (govmomi's simulator says PowerVm_Task for every power operation) fails that wait.
+    vm = next(vm for vm in hostops._inventory(si, vim.VirtualMachine) if vm.name == "DC0_H0_VM1")
+    names = []
+    for start in (vm.PowerOffVM_Task, vm.PowerOnVM_Task,
+                  lambda: vm.ReconfigVM_Task(vim.vm.ConfigSpec(annotation="named task"))):
+        task = start()
+        names.append(task.info.name.info.wsdlName)
+        assert WaitForTask(task) == "success"
+    assert names == ["PowerOffVM_Task", "PowerOnVM_Task", "ReconfigVM_Task"]
+    assert vm.runtime.powerState == "poweredOn"
+
+
 def test_a_call_it_does_not_implement_names_the_method(si):
     network = hostops.find_host(si, "DC0_H0").configManager.networkSystem
     with pytest.raises(vmodl.fault.MethodNotFound) as missing:
