@@ -129,6 +129,8 @@ def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str,
     match = re.search(r"PASS up(?: --parallel \d+)?: (\d+) created, (\d+)s", output)
     if done.returncode != 0 or not match:
         print(output[-5000:], file=sys.stderr)
+        if match:  # up itself was measured; what failed came after it
+            print(f"up: {match.group(1)} created in {match.group(2)} s; the run failed after it", file=sys.stderr)
         raise SystemExit(1)
     return int(match.group(1)), int(match.group(2))
 
