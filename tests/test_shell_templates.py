@@ -90,3 +90,36 @@ def test_awkward_values_render_into_scripts_sh_can_parse():
         shell = "bash" if name.endswith(".bash") else "sh"
         done = subprocess.run([shell, "-n"], input=script, capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, f"{name}: {done.stderr}"
+
+
+HELPER_VALUES = {"ACTION": "remove", "USE_SUDO": "no", "STAGING_DIR": "/s", "HTTP_ROOT": "/h",
+                 "FILE_NAME": "worker.ign", "WEB_GROUP": "apache"}
+
+
+def test_a_sourced_include_is_written_into_the_rendered_script():
+    # A rendered script runs from stdin on the helper, where no include file is.
+    script = render("components.openshift", "helper-ignition.sh", HELPER_VALUES)
+    assert ". ./include/" not in script and "source-path" not in script
+    assert script.count("as_root() {") == 1
+    body = template_text("components.openshift", "include/as-root.sh").split("\n\n", 1)[1]
+    assert body in script
+
+
+def test_a_template_with_its_include_runs_as_is_from_its_directory(tmp_path):
+    published = tmp_path / "worker.ign"
+    published.write_text("{}")
+    env = {"PATH": os.environ["PATH"], **HELPER_VALUES, "STAGING_DIR": str(tmp_path / "s"),
+           "HTTP_ROOT": str(tmp_path)}
+    done = subprocess.run(["sh", "helper-ignition.sh"], cwd=ROOT / "components/openshift/scripts",
+                          capture_output=True, text=True, timeout=30, env=env)
+    assert done.returncode == 0, done.stderr
+    assert not published.exists()
+
+
+def test_a_source_line_rendering_cannot_inline_is_refused(monkeypatch):
+    text = template_text("components.openshift", "helper-ignition.sh")
+    bare = text.replace("# shellcheck source-path=SCRIPTDIR\n. ./include/as-root.sh", ". ./include/as-root.sh")
+    assert bare != text
+    monkeypatch.setattr(shell_templates, "template_text", lambda package, name: bare)
+    with pytest.raises(ValueError, match="sources a file"):
+        render("components.openshift", "helper-ignition.sh", HELPER_VALUES)

@@ -12,23 +12,11 @@ set -eu
 : "${HOSTS_FILE?the hosts file dnsmasq reads (addn-hosts)}"
 : "${DNSMASQ_CONF?the dnsmasq drop-in to replace}"
 
-as_root() {
-    case "$USE_SUDO" in
-        yes) sudo -n "$@" ;;
-        no) "$@" ;;
-        *) echo "USE_SUDO is '$USE_SUDO', not yes or no" >&2; exit 2 ;;
-    esac
-}
+# shellcheck source-path=SCRIPTDIR
+. ./include/as-root.sh
 
-# stdin, lines "<relative path> <base64>", into directory $1
-unpack() {
-    while read -r rel data; do
-        [ -n "$rel" ] || continue
-        case "$rel" in /*|*..*) echo "refusing the path '$rel' from stdin" >&2; exit 2 ;; esac
-        mkdir -p "$1/$(dirname "$rel")"
-        printf '%s' "$data" | base64 -d > "$1/$rel"
-    done
-}
+# shellcheck source-path=SCRIPTDIR
+. ./include/unpack.sh
 
 case "$ACTION" in
     install)

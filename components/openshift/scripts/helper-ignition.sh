@@ -13,13 +13,8 @@ set -eu
 : "${FILE_NAME?the name of the file under HTTP_ROOT}"
 : "${WEB_GROUP?the group the HTTP server reads files as}"
 
-as_root() {
-    case "$USE_SUDO" in
-        yes) sudo -n "$@" ;;
-        no) "$@" ;;
-        *) echo "USE_SUDO is '$USE_SUDO', not yes or no" >&2; exit 2 ;;
-    esac
-}
+# shellcheck source-path=SCRIPTDIR
+. ./include/as-root.sh
 
 case "$ACTION" in
     install)

@@ -14,23 +14,11 @@ set -eu
 : "${REQUIRED_FILES?absolute paths that must exist, one per line: boot loaders, local images (install only)}"
 : "${MENU_FILES?the menu files, paths under TFTP_ROOT, one per line (install only)}"
 
-as_root() {
-    case "$USE_SUDO" in
-        yes) sudo -n "$@" ;;
-        no) "$@" ;;
-        *) echo "USE_SUDO is '$USE_SUDO', not yes or no" >&2; exit 2 ;;
-    esac
-}
+# shellcheck source-path=SCRIPTDIR
+. ./include/as-root.sh
 
-# stdin, lines "<relative path> <base64>", into directory $1
-unpack() {
-    while read -r rel data; do
-        [ -n "$rel" ] || continue
-        case "$rel" in /*|*..*) echo "refusing the path '$rel' from stdin" >&2; exit 2 ;; esac
-        mkdir -p "$1/$(dirname "$rel")"
-        printf '%s' "$data" | base64 -d > "$1/$rel"
-    done
-}
+# shellcheck source-path=SCRIPTDIR
+. ./include/unpack.sh
 
 list="$TFTP_ROOT/.gpu-lab-menus"
 case "$ACTION" in
