@@ -34,22 +34,8 @@ PACK=$ROOT/policies
 make_work_dir engine-sim "${ENGINE_SIM_KEEP:-0}"
 export PULUMI_BACKEND_URL=file://$WORK/state
 
-PASSED=0
-T0=$SECONDS
-step_start=$SECONDS
-pass() { echo "PASS $* ($((SECONDS - step_start))s)"; PASSED=$((PASSED + 1)); step_start=$SECONDS; }
-fail() {
-    echo "FAIL $*"
-    echo "$PASSED passed, 1 failed"
-    exit 1
-}
-# run LOG CMD...: the engine's output goes to LOG and is printed when the command fails.
-run() {
-    local log=$WORK/$1; shift
-    local rc=0
-    "$@" >"$log" 2>&1 || rc=$?
-    [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
-}
+# shellcheck source=scripts/lib-steps.sh
+source "$ROOT/scripts/lib-steps.sh"
 
 # vsphere prepare|state: reads the simulator with pyvmomi, independently of the engine. prepare
 # (which waits until it answers) prints "host vmId vmName"; state prints one comparable line.
@@ -101,14 +87,7 @@ BEFORE=$(vsphere state)
 pass "lab-vcsim on 127.0.0.1:$SIM_PORT, host $HOST, VM $VM_NAME ($VM_ID): $BEFORE"
 
 # ---------------------------------------------------------------- project
-mkdir -p "$WORK/state" "$WORK/proj"
-cat >"$WORK/proj/Pulumi.yaml" <<EOF
-name: engine-sim
-runtime:
-  name: python
-  options:
-    virtualenv: $VENV
-EOF
+python_project engine-sim
 cat >"$WORK/proj/__main__.py" <<'EOF'
 """The repo's pyvmomi resources under the real engine, against lab-vcsim."""
 import pulumi
@@ -214,5 +193,4 @@ grep -q '7 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "dest
 expect_state "after destroy" "$BEFORE"
 pass "destroy: vSphere back to $BEFORE"
 
-echo "total $((SECONDS - T0))s"
-echo "$PASSED passed, 0 failed"
+finish

@@ -45,17 +45,8 @@ OLD=$WORK/previous
 _remove_old_tree() { git -C "$ROOT" worktree remove --force "$OLD" 2>/dev/null || true; _remove_work_dir; }
 trap _remove_old_tree EXIT
 
-PASSED=0
-T0=$SECONDS
-step_start=$SECONDS
-pass() { echo "PASS $* ($((SECONDS - step_start))s)"; PASSED=$((PASSED + 1)); step_start=$SECONDS; }
-fail() { echo "FAIL $*"; echo "$PASSED passed, 1 failed"; exit 1; }
-run() {
-    local log=$WORK/$1; shift
-    local rc=0
-    "$@" >"$log" 2>&1 || rc=$?
-    [[ $rc = 0 ]] || { cat "$log"; fail "$* (exit $rc)"; }
-}
+# shellcheck source=scripts/lib-steps.sh
+source "$ROOT/scripts/lib-steps.sh"
 
 # ---------------------------------------------------------------- the previous release
 git -C "$ROOT" worktree add --quiet --detach "$OLD" "$PREVIOUS" || fail "git worktree of $PREVIOUS"
@@ -84,14 +75,7 @@ EOF
 [[ -n $VM_NAME ]] || fail "the simulator has no host with a VM"
 pass "previous release $PREVIOUS ($(git -C "$OLD" rev-parse --short HEAD)) in a worktree; simulator on 127.0.0.1:$SIM_PORT"
 
-mkdir -p "$WORK/state" "$WORK/proj"
-cat >"$WORK/proj/Pulumi.yaml" <<EOF
-name: engine-upgrade
-runtime:
-  name: python
-  options:
-    virtualenv: $VENV
-EOF
+python_project engine-upgrade
 # The same program text under both releases: what changes between them is components/.
 cat >"$WORK/proj/__main__.py" <<'EOF'
 """The pyvmomi resources of whichever components/ is first on PYTHONPATH."""
@@ -151,5 +135,4 @@ PYTHONPATH=$ROOT run destroy.log pulumi destroy --yes --non-interactive
 grep -q '5 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy with this tree deleted the stack and 4 resources"; }
 pass "destroy with this tree: the previous release's resources deleted"
 
-echo "total $((SECONDS - T0))s"
-echo "$PASSED passed, 0 failed"
+finish
