@@ -9,15 +9,14 @@ them, or skips (fails under CI) with that hint.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import textwrap
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from loopback import free_port, wait_for_port
 from procs import stop
 from required_tools import require_tool
 
@@ -27,13 +26,6 @@ SSH_HINT = "needs openssh-server and openssh-client: run scripts/install-switch-
 def ssh_tools() -> dict[str, str]:
     """sshd, ssh, ssh-keygen and ssh-keyscan, each by its path."""
     return {tool: require_tool(tool, SSH_HINT) for tool in ("sshd", "ssh", "ssh-keygen", "ssh-keyscan")}
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -49,19 +41,6 @@ class Sshd:
 
     def log(self) -> str:
         return (self.dir / "sshd.log").read_text()
-
-
-def _wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"sshd exited: {log.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"sshd did not listen on 127.0.0.1:{port} within {timeout}s")
 
 
 @contextmanager
@@ -88,7 +67,7 @@ def running_sshd(directory: Path, sshd: str, extra_config: str = "",
     proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(directory / "sshd_config")],
                             stdout=subprocess.DEVNULL, stderr=log)
     try:
-        _wait_listening(port, proc, directory / "sshd.log")
+        wait_for_port(port, 10, proc, directory / "sshd.log")
         yield Sshd(directory, port, host_keys)
     finally:
         stop(proc)

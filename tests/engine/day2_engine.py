@@ -20,7 +20,6 @@ import copy
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from loopback import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
@@ -87,12 +87,6 @@ echo "$*" >> {log}/systemctl-calls
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _executable(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(0o755)
@@ -146,15 +140,7 @@ class HelperNode:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         log = (d / "sshd.log").open("w")
         proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"sshd did not start: {(d / 'sshd.log').read_text()}") from None
-                time.sleep(0.05)
+        wait_for_port(port, 10, proc, d / "sshd.log")
         host_key = (d / "host_key.pub").read_text().split()
         return cls(d, port, proc, d / "client_key", " ".join(host_key[:2]), root)
 
@@ -484,15 +470,7 @@ class CumulusStandIn:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL,
                                 stderr=(d / "sshd.log").open("w"))
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"switch sshd did not start: {(d / 'sshd.log').read_text()}") from None
-                time.sleep(0.05)
+        wait_for_port(port, 10, proc, d / "sshd.log")
         return cls(d, port, proc, " ".join((d / "host_key.pub").read_text().split()[:2]), box)
 
     @staticmethod

@@ -11,33 +11,12 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from loopback import LOOPBACK, free_port, wait_for_port  # noqa: F401  (re-exported for the OpenShift tests)
 from procs import stop  # noqa: F401  (re-exported for the OpenShift tests)
-
-LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout_s: float = 5.0, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {LOOPBACK}:{port} after {timeout_s}s")
 
 
 class TcpResponder:
