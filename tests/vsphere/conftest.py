@@ -101,6 +101,15 @@ def si(vcsim: Vcsim):
         yield service
 
 
+def vm_named(si, name: str):
+    """The simulator's VM of that name."""
+    from pyVmomi import vim
+
+    from components.vsphere import hostops
+
+    return next(vm for vm in hostops._inventory(si, vim.VirtualMachine) if vm.name == name)
+
+
 @pytest.fixture()
 def conn_props(vcsim: Vcsim) -> dict:
     """The connection inputs as a provider receives them from the engine."""

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from conftest import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary
+from conftest import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary, vm_named
 from google.protobuf import struct_pb2
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pyVim.task import WaitForTask
-from pyVmomi import vim
 from required_tools import missing
 
 from components.vsphere import dynamic as d
@@ -39,15 +38,6 @@ DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
 def engine_props(provider: d._SettingProvider, conn_props: dict, **inputs) -> dict:
     """Inputs as the engine hands them to a provider (the serialized provider included)."""
     return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **conn_props, **inputs}
-
-
-def vm_named(si, name: str):
-    content = si.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return next(vm for vm in view.view if vm.name == name)
-    finally:
-        view.Destroy()
 
 
 # ---------------------------------------------------------------- host advanced option

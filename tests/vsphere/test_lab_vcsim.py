@@ -14,7 +14,7 @@ import socket
 import subprocess
 
 import pytest
-from conftest import lab_vcsim_binary
+from conftest import lab_vcsim_binary, vm_named
 from pyVim.task import WaitForTask
 from pyVmomi import vim, vmodl
 
@@ -183,7 +183,7 @@ def test_a_task_is_named_by_the_method_that_started_it(si):
     # TaskInfo.name is the method's name, as vCenter gives it. pyVim's WaitForTask reads
     # info.name.info.name of a task it finds running: a name pyVmomi does not know
     # (govmomi's simulator says PowerVm_Task for every power operation) fails that wait.
-    vm = next(vm for vm in hostops._inventory(si, vim.VirtualMachine) if vm.name == "DC0_H0_VM1")
+    vm = vm_named(si, "DC0_H0_VM1")
     names = []
     for start in (vm.PowerOffVM_Task, vm.PowerOnVM_Task,
                   lambda: vm.ReconfigVM_Task(vim.vm.ConfigSpec(annotation="named task"))):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from conftest import vm_named
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pyVmomi import vim
@@ -97,15 +98,6 @@ def warnings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: said.append(message))
     return said
-
-
-def vm_named(si, name: str):
-    content = si.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return next(vm for vm in view.view if vm.name == name)
-    finally:
-        view.Destroy()
 
 
 @pytest.fixture
