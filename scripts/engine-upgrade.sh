@@ -24,7 +24,7 @@ PY=$VENV/bin/python
 source "$ROOT/scripts/lib-vcsim.sh"
 find_vcsim
 [[ -x $CACHE/bin/pulumi ]] || { echo "FAIL no Pulumi engine in $CACHE: run make setup-pulumi"; exit 1; }
-[[ -n $VCSIM ]] || { echo "FAIL no vCenter simulator: run scripts/install-vcsim.sh"; exit 1; }
+[[ -n $VCSIM ]] || { echo "FAIL no lab-vcsim: run make simulator"; exit 1; }
 # the last release of release/releases.txt: its tag where the clone has it, else its commit
 read -r PREV_VERSION PREV_COMMIT < <(grep -v '^#' "$ROOT/release/releases.txt" | tail -n 1)
 if git -C "$ROOT" rev-parse -q --verify "refs/tags/v$PREV_VERSION" >/dev/null; then
