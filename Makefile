@@ -45,8 +45,10 @@ baseline: setup ## re-record the upgrade gate's baselines (release/baselines/<st
 render: setup ## every generated file for review, secrets redacted (STACK, OUT)
 	$(PYTHON) -m tools.render --stack $(STACK) --out $(OUT)
 
-bench: setup ## program vs floor vs make plan at 4, 64, 512 workers; the real preview where plugins are installed
-	$(PYTHON) -m tools.bench
+SIZES ?= 4,64,512
+TIME_LIMIT ?= 0
+bench: setup ## program vs floor vs make plan at SIZES workers (default 4,64,512), TIME_LIMIT seconds (0: none); the real preview where plugins are installed
+	$(PYTHON) -m tools.bench --sizes $(SIZES) --time-limit $(TIME_LIMIT)
 	PULUMI_CACHE_DIR=$${PULUMI_CACHE_DIR:-$(CURDIR)/.cache/pulumi} $(PYTHON) -m tools.bench_preview || [ $$? = 77 ]
 
 clean: ## remove build output
