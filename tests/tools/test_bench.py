@@ -76,7 +76,7 @@ def test_bench_reports_each_size_as_it_goes_and_keeps_no_manifest(tmp_path, caps
     # its dependency counts, the next one is named as not measured, and no floor manifest stays.
     assert bench.main(["--sizes", "4,8", "--repeat", "1", "--time-limit", "0.001", "--out", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split()[-2:] == ["edges/res", "URNs/res"]
+    assert lines[1].split()[-3:] == ["edges/res", "state", "URNs/res"]
     assert lines[2].split()[0] == "4" and lines[2].endswith("an estimate after two sizes]")
     assert lines[3].startswith("not measured: 8 workers (")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
