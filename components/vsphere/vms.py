@@ -7,7 +7,7 @@ rules: anti-affinity rules that spread them over the worker hosts, or, where `wo
 places each worker, a should-run-on rule per worker host.
 
 A running VM is never touched by what only its first boot reads (template, customization,
-ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS.
+ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS in provider_facts.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from components.secrets import LabSecrets
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
+from components.vsphere.provider_facts import FIRST_BOOT_INPUTS
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
@@ -79,24 +80,6 @@ class LabVmsArgs:
     """Secret: the cluster's admin kubeconfig; with it a vGPU profile change drains each node first."""
     oc: str = "oc"
     """The oc binary that drains and uncordons the nodes (gpu-lab:openshift.oc)."""
-
-
-# What only a VM's first boot reads. After create, changing them would do harm and no good on a
-# running VM: pulumi-vsphere replaces a VM on any change under `clone` (template, customization;
-# terraform-provider-vsphere, resource_vsphere_virtual_machine.go, resourceVSphereVirtualMachineCustomizeDiff:
-# every changed key under clone.0 is ForceNew) and reboots it on a changed `extra_config` (its
-# expandExtraConfig: extra_config_reboot_required defaults to true, force_power_off too), while the
-# guest reads ignition, cloud-init and kernel arguments only at first boot. So they reach new VMs
-# only; `pulumi up --replace <urn>` rolls them to an old one (docs/day2.md).
-FIRST_BOOT_INPUTS = [
-    "clone",  # template and customization: a change would replace the VM
-    "extraConfig",  # ignition, cloud-init, static network kernel arguments: read at first boot, a change reboots
-    # the template's guest OS, firmware and SCSI type follow the template; guest_id and firmware changes
-    # reboot (getWithRestart in virtual_machine_config_structure.go), and a template change must not
-    "guestId",
-    "firmware",
-    "scsiType",
-]
 
 
 def spread_groups(worker_names: Sequence[str], host_count: int) -> list[list[str]]:
