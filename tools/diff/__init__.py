@@ -1,5 +1,5 @@
-"""`make diff STACK=lab [BASE=<git ref>] [FAIL_ON=replace,reboot,rerun,delete]`: what the engine would do
-to a lab built from BASE if the working tree were deployed, offline like `make plan`.
+"""`make diff STACK=lab [BASE=<git ref>] [FAIL_ON=<effects>]`: what the engine would do to a lab built
+from BASE if the working tree were deployed, offline like `make plan`.
 
 Both programs run under the same mocks (the base commit's program and stack file from a temporary
 git worktree, in a subprocess that puts that tree first on sys.path and loads this checkout's
@@ -20,8 +20,10 @@ in a real preview: it is unknown here too, in every input that depends on it
 
 Writes build/<stack>/diff.json: {"base", "stack", "changes": [{"type", "name", "op", "keys",
 "effects"}], "moved", "refused", "baseMissing"}. Secrets are compared by a hash and never shown:
-`keys` names inputs only. Exit 1 when an effect listed in FAIL_ON occurs, 2 on bad input (an
-invalid stack, an unknown BASE or FAIL_ON word), else 0.
+`keys` names inputs only. `effects` (paths.EFFECTS): rerun, reboot, migrate (a vMotion), network
+(traffic moves), replace, delete, refused (the engine refuses the step: protect). Exit 1 when an
+effect listed in FAIL_ON occurs or a step is refused (the real preview fails then too), 2 on bad
+input (an invalid stack, an unknown BASE or FAIL_ON word, an edit the identity guard refuses), else 0.
 
 The package: `recording` (a registration in comparable form), `paths` (URNs, property paths, the
 engine's ignore_changes reset), `rules` (the providers' rules), `engine` (step generation), `cli`
