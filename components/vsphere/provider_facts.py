@@ -11,6 +11,13 @@ Nothing here imports the SDK: the policy pack and the tools read it as plain dat
 from __future__ import annotations
 
 VIRTUAL_MACHINE = "vsphere:index/virtualMachine:VirtualMachine"
+DISTRIBUTED_VIRTUAL_SWITCH = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
+DISTRIBUTED_PORT_GROUP = "vsphere:index/distributedPortGroup:DistributedPortGroup"
+VNIC = "vsphere:index/vnic:Vnic"
+VM_ANTI_AFFINITY_RULE = "vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule"
+VM_GROUP = "vsphere:index/computeClusterVmGroup:ComputeClusterVmGroup"
+HOST_GROUP = "vsphere:index/computeClusterHostGroup:ComputeClusterHostGroup"
+VM_HOST_RULE = "vsphere:index/computeClusterVmHostRule:ComputeClusterVmHostRule"
 
 VM_REBOOT_KEYS = frozenset({
     # vsphere/virtual_machine_config_structure.go: read with getWithRestart/getBoolWithRestart (and
@@ -58,15 +65,56 @@ arguments only at first boot. So they reach new VMs only; `pulumi up --replace <
 an old one (docs/day2.md)."""
 
 FORCE_NEW: dict[str, tuple[str, ...]] = {
-    # vsphere/resource_vsphere_virtual_machine.go: replace_trigger is ForceNew (the clone block: VM_CLONE_IN_PLACE)
+    # replace_trigger is ForceNew (the clone block: VM_CLONE_IN_PLACE)
     VIRTUAL_MACHINE: ("replaceTrigger",),
-    # vsphere/resource_vsphere_distributed_virtual_switch.go: datacenter_id, folder
-    "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch": ("datacenterId", "folder"),
-    # vsphere/resource_vsphere_distributed_port_group.go: distributed_virtual_switch_uuid
-    "vsphere:index/distributedPortGroup:DistributedPortGroup": ("distributedVirtualSwitchUuid",),
-    # vsphere/resource_vsphere_vnic.go: host, netstack
-    "vsphere:index/vnic:Vnic": ("host", "netstack"),
-    # vsphere/resource_vsphere_compute_cluster_vm_anti_affinity_rule.go: compute_cluster_id
-    "vsphere:index/computeClusterVmAntiAffinityRule:ComputeClusterVmAntiAffinityRule": ("computeClusterId",),
+    DISTRIBUTED_VIRTUAL_SWITCH: ("datacenterId", "folder"),
+    DISTRIBUTED_PORT_GROUP: ("distributedVirtualSwitchUuid",),
+    VNIC: ("host", "netstack"),
+    VM_ANTI_AFFINITY_RULE: ("computeClusterId",),
+    VM_GROUP: ("computeClusterId", "name"),
+    HOST_GROUP: ("computeClusterId", "name"),
+    VM_HOST_RULE: ("computeClusterId",),
 }
-"""Per bridged vSphere type, the inputs whose change replaces the resource (ForceNew in its schema)."""
+"""Per bridged vSphere type, the inputs whose change replaces the resource (ForceNew in its schema,
+SOURCES names the file)."""
+
+SOURCES: dict[str, str] = {
+    VIRTUAL_MACHINE: "vsphere/resource_vsphere_virtual_machine.go",
+    DISTRIBUTED_VIRTUAL_SWITCH: "vsphere/resource_vsphere_distributed_virtual_switch.go",
+    DISTRIBUTED_PORT_GROUP: "vsphere/resource_vsphere_distributed_port_group.go",
+    VNIC: "vsphere/resource_vsphere_vnic.go",
+    VM_ANTI_AFFINITY_RULE: "vsphere/resource_vsphere_compute_cluster_vm_anti_affinity_rule.go",
+    VM_GROUP: "vsphere/resource_vsphere_compute_cluster_vm_group.go",
+    HOST_GROUP: "vsphere/resource_vsphere_compute_cluster_host_group.go",
+    VM_HOST_RULE: "vsphere/resource_vsphere_compute_cluster_vm_host_rule.go",
+}
+"""The terraform-provider-vsphere file whose schema and Update each type's facts follow."""
+
+MIGRATE_INPUTS: dict[str, tuple[str, ...]] = {
+    # resource_vsphere_virtual_machine.go, resourceVSphereVirtualMachineUpdateLocation: a changed
+    # resource_pool_id, host_system_id or datastore_id relocates the running VM (compute or storage
+    # vMotion); so does datastore_cluster_id or a disk's datastore_id
+    # (internal/virtualdevice/virtual_machine_disk_subresource.go, DiskMigrateRelocateOperation)
+    VIRTUAL_MACHINE: ("resourcePoolId", "hostSystemId", "datastoreId", "datastoreClusterId", "disks[*].datastoreId"),
+}
+"""Inputs whose in-place update moves a running VM: a vMotion the lab feels (vGPU VMs pause or stop,
+every VM of the change moves at once)."""
+
+NETWORK_INPUTS: dict[str, tuple[str, ...]] = {
+    # resource_vsphere_virtual_machine.go via virtual_machine_network_interface_subresource.go: a NIC's
+    # network_id (its backing), or a NIC added or removed
+    VIRTUAL_MACHINE: ("networkInterfaces[*].networkId",),
+    # resource_vsphere_distributed_virtual_switch.go with distributed_virtual_switch_structure.go: the
+    # member hosts and their uplink pNICs (`host`, `devices`), the uplink names, and the default teaming
+    # order (distributed_virtual_port_setting_structure.go)
+    DISTRIBUTED_VIRTUAL_SWITCH: ("hosts", "uplinks", "activeUplinks", "standbyUplinks"),
+    # resource_vsphere_distributed_port_group.go with the port settings of
+    # distributed_virtual_port_setting_structure.go: the port group's VLAN and uplink teaming
+    DISTRIBUTED_PORT_GROUP: ("vlanId", "vlanRanges", "portPrivateSecondaryVlanId", "activeUplinks",
+                             "standbyUplinks"),
+    # resource_vsphere_vnic.go, resourceVsphereNicUpdate -> updateVNic: a vmk's port group or switch port
+    # and its addresses
+    VNIC: ("portgroup", "distributedSwitchPort", "distributedPortGroup", "ipv4", "ipv6"),
+}
+"""Inputs whose in-place update moves a running VM's or host's traffic: the lab loses or changes
+connectivity while the update applies (a NIC on another VLAN, an uplink swapped on every host)."""

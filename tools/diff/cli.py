@@ -1,4 +1,4 @@
-"""`make diff STACK=lab [BASE=<git ref>] [FAIL_ON=replace,reboot,rerun,delete]`: what the engine would do
+"""`make diff STACK=lab [BASE=<git ref>] [FAIL_ON=<effects>]`: what the engine would do
 to a lab built from BASE if the working tree were deployed (the command line; tools/diff/__init__.py
 tells the whole)."""
 
@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     engine = Engine(base or [], new)
     steps = engine.run()
+    for warning in engine.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if engine.refusals:
         print("error: a running lab cannot take this edit; `pulumi preview` would refuse it too:", file=sys.stderr)
         print("\n".join(f"  - {reason}" for reason in engine.refusals), file=sys.stderr)
@@ -141,8 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     hit = sorted({e for s in steps for e in s.effects if e in fail_on}, key=EFFECTS.index)
     if hit:
         print(f"FAIL_ON: {', '.join(hit)} would happen", file=sys.stderr)
-        return 1
-    return 0
+    refused = [s for s in steps if s.refused]
+    if refused:
+        # the real preview fails on these too (exit 1): `pulumi up` would stop before any step
+        print(f"REFUSED: the engine would refuse {len(refused)} step(s): "
+              + "; ".join(f"{s.op} {s.name} ({s.refused})" for s in refused), file=sys.stderr)
+    return 1 if hit or refused else 0
 
 
 def _plan_working_tree(stack: str, stack_file: Path | None = None) -> list[Planned]:

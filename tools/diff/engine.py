@@ -12,6 +12,7 @@ from typing import Any
 
 from tools.diff.paths import (
     _MISSING,
+    EFFECTS,
     OPS,
     UNKNOWN,
     Path_,
@@ -26,7 +27,15 @@ from tools.diff.paths import (
     reset,
 )
 from tools.diff.recording import Planned, snapshot
-from tools.diff.rules import Context, DynamicRule, ProviderDiff, rule_for, vm_reboot_reasons
+from tools.diff.rules import (
+    Context,
+    DynamicRule,
+    ProviderDiff,
+    lab_effect_keys,
+    lab_effects,
+    rule_for,
+    vm_reboot_reasons,
+)
 from tools.mockrun import Run
 
 
@@ -86,6 +95,9 @@ class Step:
     refused: str = ""
     moved_from: str = ""
 
+    def add_effect(self, effect: str) -> None:
+        self.effects = sorted({*self.effects, effect}, key=EFFECTS.index)
+
     def entry(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "op": self.op, "keys": self.keys, "effects": self.effects}
 
@@ -136,6 +148,8 @@ class Engine:
         self.claimed: dict[str, str] = {}  # base URN -> new URN
         self.refusals: list[str] = []
         """What the providers' check refuses (a preview fails with it, before any step runs)."""
+        self.warnings: list[str] = []
+        """What a provider's check could not judge (the identity guard reading an older section)."""
         self.ctx = Context(self.new, lambda r: self.visit(r.urn).inputs)
 
     def group(self, urn: str, table: Mapping[str, Planned]) -> str:
@@ -161,6 +175,7 @@ class Engine:
         group = self.group(urn, self.new)
         if old is not None and isinstance(rule, DynamicRule):
             self.refusals += [f"{r.name}: {reason}" for reason in rule.check(old, r, inputs)]
+            self.warnings += [f"{r.name}: {warning}" for warning in rule.warnings(old, r, inputs)]
         if old is None:
             seen.step = Step(urn, r.type, r.name, "create", [], rule.effects("create", None, r, inputs, []), group)
             seen.volatile = _volatile(r, with_id=True)
@@ -191,8 +206,15 @@ class Engine:
             step.refused = "protected: the engine refuses to replace it (unprotect it first)"
         if op == "replace" and old.retain_on_delete:
             step.notes.append("retain_on_delete: the old one is left in place")
-        if op == "update" and r.type == "vsphere:index/virtualMachine:VirtualMachine" and step.effects:
+        if op == "update" and r.type == "vsphere:index/virtualMachine:VirtualMachine" and "reboot" in step.effects:
             step.notes.append("power-cycled for " + ", ".join(vm_reboot_reasons(old.inputs, inputs, paths)))
+        if op == "update":
+            for effect in lab_effects(r.type, paths):
+                step.add_effect(effect)
+                what = {"migrate": "moved (vMotion) for", "network": "traffic moves for"}[effect]
+                step.notes.append(f"{what} {', '.join(lab_effect_keys(r.type, effect, paths))}")
+        if step.refused:
+            step.add_effect("refused")
         seen.step = step
         if op == "replace":
             seen.volatile = _volatile(r, with_id=True)
@@ -258,6 +280,7 @@ class Engine:
                 step.effects = rule_for(old.type).effects("delete", old, None, old.inputs, [])
             if old.protect:
                 step.refused = "protected: the engine refuses to delete it (unprotect it first)"
+                step.add_effect("refused")
             steps.append(step)
         return sorted(steps, key=lambda s: (s.urn, OPS.index(s.op) if s.op in OPS else -1))
 

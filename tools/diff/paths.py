@@ -9,7 +9,10 @@ from collections.abc import Iterable
 from typing import Any
 
 OPS = ("create", "update", "replace", "delete")
-EFFECTS = ("rerun", "reboot", "replace", "delete")
+EFFECTS = ("rerun", "reboot", "migrate", "network", "replace", "delete", "refused")
+"""What a step does to a running lab: a Command's script runs (rerun), a VM is power-cycled (reboot),
+moved by a vMotion (migrate), a VM's or host's traffic moves (network: a VLAN, a NIC's network, uplinks,
+a vmk), the resource is replaced or deleted, or the engine refuses the step (protect)."""
 SECRET = "[secret sha256]"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 """A value not known before the update: the string the engine's wire format uses for it
@@ -88,6 +91,12 @@ def format_path(path: Path_) -> str:
 def contains(pattern: Path_, path: Path_) -> bool:
     """`PropertyPath.Contains`: path is pattern itself or lies under it; * matches any one segment."""
     return len(pattern) <= len(path) and all(p == "*" or p == s for p, s in zip(pattern, path, strict=False))
+
+
+def touches(pattern: Path_, path: Path_) -> bool:
+    """path lies under pattern or contains it: the changed value holds what the pattern names (a whole
+    NIC added or removed touches networkInterfaces[*].networkId); * matches any one segment."""
+    return all(p == "*" or p == s for p, s in zip(pattern, path, strict=False))
 
 
 def _is_leaf(value: Any) -> bool:

@@ -13,6 +13,9 @@ from pulumi.dynamic import ResourceProvider
 
 from components.vsphere.provider_facts import (
     FORCE_NEW,
+    MIGRATE_INPUTS,
+    NETWORK_INPUTS,
+    SOURCES,
     VIRTUAL_MACHINE,
     VM_CLONE_IN_PLACE,
     VM_DISK_REBOOT_FIELDS,
@@ -29,6 +32,7 @@ from tools.diff.paths import (
     contains,
     format_path,
     parse_path,
+    touches,
 )
 from tools.diff.recording import Planned
 
@@ -55,7 +59,12 @@ class Context:
 
 
 class Rule:
-    """The default for a custom resource: any input change is an in-place update with no effect on the lab."""
+    """The default for a custom resource: any input change is an in-place update with no effect on the lab.
+    Every type the program registers has an explicit rule (`explicit_rule`); this one is the fallback for
+    a type added without one, which tests/tools/test_rule_coverage.py refuses."""
+
+    source = ""
+    """The provider source the rule follows: repository and file."""
 
     def diff(self, old: Planned, new: Planned, inputs: dict[str, Any], paths: list[Path_],
              ctx: Context) -> ProviderDiff:
@@ -69,8 +78,9 @@ class Rule:
 class ForceNewRule(Rule):
     """A bridged Terraform resource: a change under a ForceNew attribute replaces, anything else updates."""
 
-    def __init__(self, *force_new: str):
+    def __init__(self, *force_new: str, source: str = ""):
         self.force_new = [parse_path(p) for p in force_new]
+        self.source = source
 
     def replaced(self, paths: list[Path_]) -> list[str]:
         return sorted({format_path(p) for p in paths for f in self.force_new if contains(f, p)})
@@ -91,6 +101,9 @@ class CommandRule(Rule):
       Delete runs `delete` from the old state (`Delete`).
     """
 
+    source = ("pulumi/pulumi-command provider/pkg/provider/common/inputs.go, remote/commandController.go, "
+              "local/commandController.go")
+
     def diff(self, old, new, inputs, paths, ctx):
         paths = [p for p in paths if p[0] != "version"]
         return ProviderDiff(bool(paths), sorted({format_path(p) for p in paths if p[0] == "triggers"}))
@@ -109,6 +122,8 @@ class CopyToRemoteRule(Rule):
     """pulumi-command v1.2.1 remote.CopyToRemote: `triggers` replaces (remote/copy.go, CopyToRemoteInputs);
     Create copies; Update copies again only when the source's hash or remotePath changed
     (remote/copyController.go, `Update`); a connection change alone copies nothing."""
+
+    source = "pulumi/pulumi-command provider/pkg/provider/remote/copy.go, remote/copyController.go"
 
     def diff(self, old, new, inputs, paths, ctx):
         return ProviderDiff(bool(paths), sorted({format_path(p) for p in paths if p[0] == "triggers"}))
@@ -179,7 +194,8 @@ class VirtualMachineRule(ForceNewRule):
     the VM for the inputs `vm_reboot_reasons` lists."""
 
     def __init__(self) -> None:
-        super().__init__(*FORCE_NEW[VIRTUAL_MACHINE])
+        super().__init__(*FORCE_NEW[VIRTUAL_MACHINE],
+                         source=f"vmware/terraform-provider-vsphere {SOURCES[VIRTUAL_MACHINE]}")
         self.in_place = [parse_path(p) for p in VM_CLONE_IN_PLACE]
 
     def diff(self, old, new, inputs, paths, ctx):
@@ -262,6 +278,8 @@ class KubernetesRule(Rule):
     kind). A Secret's .type, .stringData and .data replace unless the provider sets enableSecretMutable
     (and the Secret is not immutable); a ConfigMap's .data and .binaryData unless enableConfigMapMutable."""
 
+    source = "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go, diff.go"
+
     def diff(self, old, new, inputs, paths, ctx):
         group, version, kind = kubernetes_gvk(new.type)
         fields = [".metadata.name", ".metadata.namespace"]
@@ -283,7 +301,7 @@ class HelmReleaseRule(ForceNewRule):
     .namespace replace; values, chart and version changes upgrade the release in place."""
 
     def __init__(self) -> None:
-        super().__init__("name", "namespace")
+        super().__init__("name", "namespace", source="pulumi/pulumi-kubernetes provider/pkg/provider/helm_release.go")
 
 
 class KubernetesProviderRule(Rule):
@@ -291,6 +309,8 @@ class KubernetesProviderRule(Rule):
     not known yet replaces (conservatively); so does a changed clusterIdentifier or renderYamlToDirectory;
     a changed kubeconfig/context/cluster replaces when the active cluster it names changed; anything
     else updates the provider in place."""
+
+    source = "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go"
 
     def diff(self, old, new, inputs, paths, ctx):
         keys = {p[0] for p in paths}
@@ -318,6 +338,8 @@ class DynamicRule(Rule):
     inputs' __provider); so does this rule. `changes` None falls back to comparing the inputs
     (`diffResource`, step_generator.go: DiffUnknown)."""
 
+    source = ("pulumi/pulumi sdk/python/lib/pulumi/dynamic/__main__.py; our providers: components/vsphere/dynamic.py, "
+              "components/identity.py")
     _loaded: dict[str, Any] = {}
 
     def provider(self, new: Planned) -> Any:
@@ -349,6 +371,15 @@ class DynamicRule(Rule):
             return []
         return [f.reason for f in provider.check(plain(old.inputs), plain(inputs)).failures or []]
 
+    def warnings(self, old: Planned, new: Planned, inputs: dict[str, Any]) -> list[str]:
+        """What the provider's check could not judge, where it says (components/identity.py, `warnings`)."""
+        provider = self.provider(new)
+        if not hasattr(provider, "warnings"):
+            return []
+        drop = "__provider"
+        return list(provider.warnings({k: v for k, v in old.inputs.items() if k != drop},
+                                      {k: v for k, v in inputs.items() if k != drop}))
+
     def effects(self, op, old, new, inputs, paths):
         r = new or old
         kind = r.inputs.get("kind") if r is not None else None
@@ -359,24 +390,63 @@ class DynamicRule(Rule):
         return sorted(set(super().effects(op, old, new, inputs, paths) + extra), key=EFFECTS.index)
 
 
+class NoDiffConfigProviderRule(Rule):
+    """A provider resource whose plugin has no DiffConfig (pulumi-python, the dynamic providers' host:
+    `DiffConfig` is unimplemented in sdk/python/lib/pulumi/dynamic/__main__.py): the engine then answers
+    "changed, nothing replaced" (sdk/go/common/resource/plugin/provider_plugin.go, `DiffConfig` on
+    codes.Unimplemented), so its resources are never replaced through it."""
+
+    source = "pulumi/pulumi sdk/go/common/resource/plugin/provider_plugin.go"
+
+
 RULES: dict[str, Rule] = {
     "command:local:Command": CommandRule(),
     "command:remote:Command": CommandRule(),
     "command:remote:CopyToRemote": CopyToRemoteRule(),
     # ForceNew attributes (resource_vsphere_<name>.go and the schemas it merges: provider_facts.FORCE_NEW)
-    **{type_: ForceNewRule(*paths) for type_, paths in FORCE_NEW.items() if type_ != VIRTUAL_MACHINE},
+    **{type_: ForceNewRule(*paths, source=f"vmware/terraform-provider-vsphere {SOURCES[type_]}")
+       for type_, paths in FORCE_NEW.items() if type_ != VIRTUAL_MACHINE},
     VIRTUAL_MACHINE: VirtualMachineRule(),
     "kubernetes:helm.sh/v3:Release": HelmReleaseRule(),
     "pulumi:providers:kubernetes": KubernetesProviderRule(),
+    "pulumi:providers:pulumi-python": NoDiffConfigProviderRule(),
     DYNAMIC_TYPE: DynamicRule(),
 }
 DEFAULT_RULE = Rule()
 KUBERNETES_RULE = KubernetesRule()
 
 
-def rule_for(type_token: str) -> Rule:
+def explicit_rule(type_token: str) -> Rule | None:
+    """The rule written for this type (every Kubernetes object kind shares pulumi-kubernetes' one), None
+    when there is none and `make diff` would fall back to DEFAULT_RULE."""
     if type_token in RULES:
         return RULES[type_token]
     if type_token.startswith("kubernetes:") and not type_token.startswith("kubernetes:helm.sh/"):
         return KUBERNETES_RULE
-    return DEFAULT_RULE
+    return None
+
+
+def rule_for(type_token: str) -> Rule:
+    return explicit_rule(type_token) or DEFAULT_RULE
+
+
+_MIGRATE = {t: [parse_path(p) for p in paths] for t, paths in MIGRATE_INPUTS.items()}
+_NETWORK = {t: [parse_path(p) for p in paths] for t, paths in NETWORK_INPUTS.items()}
+
+
+def lab_effects(type_token: str, paths: list[Path_]) -> list[str]:
+    """What an in-place update of these paths does to the running lab besides the update itself:
+    `migrate` (a vMotion) and `network` (traffic moves), from provider_facts' MIGRATE_INPUTS and
+    NETWORK_INPUTS."""
+    found = []
+    if any(touches(f, p) for f in _MIGRATE.get(type_token, []) for p in paths):
+        found.append("migrate")
+    if any(touches(f, p) for f in _NETWORK.get(type_token, []) for p in paths):
+        found.append("network")
+    return found
+
+
+def lab_effect_keys(type_token: str, effect: str, paths: list[Path_]) -> list[str]:
+    """The changed inputs behind `migrate` or `network`, for the table's note."""
+    table = {"migrate": _MIGRATE, "network": _NETWORK}[effect].get(type_token, [])
+    return sorted({format_path(p) for p in paths for f in table if touches(f, p)})
