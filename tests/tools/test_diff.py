@@ -368,3 +368,19 @@ def test_paths_parse_like_the_engine():
     assert diff.parse_path("triggers[*]") == ("triggers", "*")
     assert diff.parse_path("spec.containers[0].image") == ("spec", "containers", 0, "image")
     assert diff.contains(("triggers", "*"), ("triggers", 3)) and not diff.contains(("triggers", "*"), ("triggers",))
+
+
+def test_a_dependency_change_alone_is_state_only():
+    # pulumi/pulumi pkg/resource/deploy/step_generator.go: the diff compares inputs (and the provider);
+    # a registration whose dependencies alone changed is a `same` step that writes them into the state.
+    node = res("node")
+    job = res("job", "kubernetes:batch/v1:Job", {"spec": {}}, dependencies=[node.urn, "urn:k8s-provider"])
+    moved_to_provider = res("job", "kubernetes:batch/v1:Job", {"spec": {}}, dependencies=["urn:k8s-provider"])
+    steps = steps_between([node, job], [node, moved_to_provider])
+    assert [s.entry() for s in steps if s.op in diff.OPS] == []
+    document = diff.document(steps, "base", STACK)
+    assert document["changes"] == []
+    assert document["stateOnly"] == [{"type": "kubernetes:batch/v1:Job", "name": "job", "keys": ["dependencies"]}]
+    # a recording without dependencies (a baseline) is not read as a change
+    unrecorded = res("job", "kubernetes:batch/v1:Job", {"spec": {}})
+    assert diff.document(steps_between([node, unrecorded], [node, moved_to_provider]), "base", STACK)["stateOnly"] == []

@@ -118,3 +118,18 @@ def test_a_malformed_declaration_is_an_error(row, message):
 
 def test_the_repositorys_changelog_has_an_entry_for_the_current_version():
     assert isinstance(upgrade.declarations(upgrade.CHANGELOG.read_text(), upgrade.version()), list)
+
+
+def test_the_gate_names_dependency_changes_as_state_only():
+    # a dependency change alone runs no step (tools.diff's `same` rule), so it is no finding to declare
+    from tools.diff import Planned
+
+    def job(dependencies):
+        return Planned(urn="urn:pulumi:test::gpu-lab::kubernetes:batch/v1:Job::job", type="kubernetes:batch/v1:Job",
+                       name="job", parent="", custom=True, provider="", id="job", inputs={"spec": {}},
+                       outputs={"spec": {}}, dependencies=dependencies)
+
+    old, new = job(["urn:node", "urn:provider"]), job(["urn:provider"])
+    assert upgrade.findings("test", [old], [new]) == []
+    assert upgrade.state_only([old], [new]) == ["job"]
+    assert upgrade.state_only([job(None)], [new]) == []  # a baseline that kept no dependencies

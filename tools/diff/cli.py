@@ -74,8 +74,11 @@ def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool
     if base_missing:
         lines.append(f"the stack {stack!r} does not exist at {ref}: every resource is a create")
     shown = [s for s in steps if s.op in OPS or s.moved_from]
+    state_only = [s for s in steps if s.state_only]
     if not shown:
         lines.append("no changes: the engine would leave a lab built from the base as it is")
+        if state_only:
+            lines.append(state_only_line(state_only))
         return lines
     groups: dict[str, list[Step]] = {}
     for s in shown:
@@ -105,7 +108,14 @@ def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool
     refused = [s for s in steps if s.refused]
     if refused:
         lines.append(f"{len(refused)} protected resource(s) would stop `pulumi up` (see REFUSED)")
+    if state_only:
+        lines.append(state_only_line(state_only))
     return lines
+
+
+def state_only_line(steps: list[Step]) -> str:
+    return (f"state only: the dependencies of {len(steps)} resource(s) change; no step runs for them "
+            "(diff.json stateOnly)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,6 +94,8 @@ class Step:
     notes: list[str] = field(default_factory=list)
     refused: str = ""
     moved_from: str = ""
+    state_only: bool = False
+    """No step runs, but the dependencies the state records for it change (the engine rewrites them)."""
 
     def add_effect(self, effect: str) -> None:
         self.effects = sorted({*self.effects, effect}, key=EFFECTS.index)
@@ -183,19 +185,20 @@ class Engine:
         paths = [p for p in changed_paths(old.inputs, inputs) if not str(p[0]).startswith("__")]
         provider_replaced = r.custom and self.provider_replaces(old, r)
         moved = old.urn if old.urn != urn else ""
+        state_only = dependencies_changed(old, r)
         if not r.custom:  # a component: `diff` in step_generator.go compares the inputs, nothing else
             if paths:
                 seen.step = Step(urn, r.type, r.name, "update", _keys(paths), [], group, moved_from=moved)
-            elif moved:
-                seen.step = Step(urn, r.type, r.name, "same", [], [], group, moved_from=moved)
+            elif moved or state_only:
+                seen.step = Step(urn, r.type, r.name, "same", [], [], group, moved_from=moved, state_only=state_only)
             return seen
         result = rule.diff(old, r, inputs, paths, self.ctx) if paths else ProviderDiff(False, [])
         replace_on_changes = [parse_path(p) for p in r.replace_on_changes]
         forced = [p for p in paths for pattern in replace_on_changes if contains(pattern, p)]
         replaced = provider_replaced or bool(result.replaces) or bool(forced)
         if not (result.changes or replaced):
-            if moved:
-                seen.step = Step(urn, r.type, r.name, "same", [], [], group, moved_from=moved)
+            if moved or state_only:
+                seen.step = Step(urn, r.type, r.name, "same", [], [], group, moved_from=moved, state_only=state_only)
             return seen
         op = "replace" if replaced else "update"
         step = Step(urn, r.type, r.name, op, _keys(paths), rule.effects(op, old, r, inputs, paths), group,
@@ -308,6 +311,13 @@ def changes(base: Run, new: Run) -> list[dict[str, Any]]:
     return [s.entry() for s in steps_between(snapshot(base), snapshot(new)) if s.op in OPS]
 
 
+def dependencies_changed(old: Planned, new: Planned) -> bool:
+    """The dependencies differ where both recordings kept them. The engine writes a resource's new
+    dependencies into the state on a `same` step, and runs nothing for it (step_generator.go: a
+    dependency change alone is no diff)."""
+    return old.dependencies is not None and new.dependencies is not None and old.dependencies != new.dependencies
+
+
 def document(steps: list[Step], base: str, stack: str, base_missing: bool = False) -> dict[str, Any]:
     return {
         "base": base,
@@ -316,4 +326,5 @@ def document(steps: list[Step], base: str, stack: str, base_missing: bool = Fals
         "changes": [s.entry() for s in steps if s.op in OPS],
         "moved": [{"from": s.moved_from, "to": s.urn} for s in steps if s.moved_from],
         "refused": [{"type": s.type, "name": s.name, "op": s.op, "reason": s.refused} for s in steps if s.refused],
+        "stateOnly": [{"type": s.type, "name": s.name, "keys": ["dependencies"]} for s in steps if s.state_only],
     }

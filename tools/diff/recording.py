@@ -38,6 +38,8 @@ class Planned:
     replace_on_changes: list[str] = field(default_factory=list)
     aliases: list[dict[str, Any]] = field(default_factory=list)
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    dependencies: list[str] | None = None
+    """The URNs the state lists as its dependencies; None in a recording that did not keep them (a baseline)."""
     deleted_with: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
     """Derived from secret inputs before hashing: what a provider's rule needs (the kubeconfig's active cluster)."""
@@ -82,7 +84,8 @@ def planned(r: Recorded) -> Planned:
         inputs=comparable(r.inputs), outputs=comparable(r.outputs),
         protect=r.protect, retain_on_delete=r.retain_on_delete, delete_before_replace=r.delete_before_replace,
         ignore_changes=list(r.ignore_changes), replace_on_changes=list(r.replace_on_changes),
-        aliases=list(r.aliases), property_dependencies=dict(r.property_dependencies), deleted_with=r.deleted_with,
+        aliases=list(r.aliases), property_dependencies=dict(r.property_dependencies),
+        dependencies=sorted(r.dependencies), deleted_with=r.deleted_with,
         facts=facts, provider_pickle=pickle,
     )
 
