@@ -92,6 +92,8 @@ def main() -> None:
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             # Deleted before the nodes are drained and the VMs go.
             after=[r for r in (nodes, vms) if r is not None],
+            nodes={name: [step] for name, step in nodes.node_steps.items()} if nodes is not None
+            else {name: [vm] for name, vm in vms.machines.items()} if vms is not None else {},
         ))
 
 

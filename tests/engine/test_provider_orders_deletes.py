@@ -1,11 +1,12 @@
-"""The engine orders a resource's delete before its provider's dependencies' deletes.
+"""How the add-ons are ordered against the nodes, on the real engine.
 
-The add-ons declare no dependency on the nodes and VMs themselves: their Kubernetes provider does,
-and every add-on uses it (components/addons/component.py). That keeps them deleted before the node
-they run on only if the engine counts a provider reference as a dependency when it schedules
-deletes, also when the provider itself stays. This runs that shape on the real engine with the real
-pulumi-command plugin: local Commands stand in for two nodes and two add-on objects, an explicit
-command Provider for the Kubernetes one, and each delete appends its name to a log.
+The add-ons' Kubernetes provider depends on every node and VM, and every add-on uses it; an add-on
+object pinned to one node also depends on that node (components/addons/component.py). This runs that
+shape with the real pulumi-command plugin: local Commands stand in for the nodes, the pinned add-on
+objects and one shared add-on, an explicit command Provider for the Kubernetes one, and each delete
+appends its name to a log. It shows why the pinned objects need their own edge: when a node is
+removed and the provider stays, the engine schedules the deletes with the provider's new
+dependencies, which no longer name that node (without the edge, node-b went first).
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ PROGRAM = textwrap.dedent('''\
     log = os.environ["DELETE_LOG"]
 
     def step(name, opts=None):
-        return local.Command(name, create=f"true {name}", delete=f"echo {name} >> {log}", opts=opts)
+        # an add-on's delete is slow: were it not ordered before a node's, the node's would log first
+        pause = "sleep 1; " if name.startswith("addon-") else ""
+        return local.Command(name, create=f"true {name}", delete=f"{pause}echo {name} >> {log}", opts=opts)
 
-    machines = [step(f"node-{n}") for n in nodes]
-    # the add-ons' provider: the one resource that lists the nodes
-    provider = Provider("addons-provider", opts=pulumi.ResourceOptions(depends_on=machines))
-    for n in nodes:
-        step(f"addon-{n}", pulumi.ResourceOptions(provider=provider))
+    machines = {n: step(f"node-{n}") for n in nodes}
+    # the add-ons' provider: the one resource that lists every node
+    provider = Provider("addons-provider", opts=pulumi.ResourceOptions(depends_on=list(machines.values())))
+    step("addon-shared", pulumi.ResourceOptions(provider=provider))
+    for n, machine in machines.items():  # pinned to one node: that node too
+        step(f"addon-{n}", pulumi.ResourceOptions(provider=provider, depends_on=[machine]))
 ''')
 
 
@@ -46,7 +50,7 @@ def _installed(name: str, version: str) -> bool:
     return (CACHE / "home" / "plugins" / f"resource-{name}-v{version}" / f"pulumi-resource-{name}").is_file()
 
 
-def test_an_add_on_goes_before_its_node_when_only_its_provider_lists_the_node(tmp_path):
+def test_add_ons_go_before_the_nodes_they_run_on(tmp_path):
     (version,) = re.findall(r"^pulumi-command==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
     if not (CACHE / "bin" / "pulumi").is_file() or not _installed("command", version):
         pytest.skip(f"the Pulumi CLI and the command {version} plugin are not installed in {CACHE} "
@@ -75,9 +79,11 @@ def test_an_add_on_goes_before_its_node_when_only_its_provider_lists_the_node(tm
     # day 2: one node and its add-on removed; the provider stays, with one dependency fewer
     pulumi("up", "--yes", "--skip-preview", "--parallel", "8", nodes="a,c")
     assert log.read_text().split() == ["addon-b", "node-b"]
-    # take-down: every add-on before the provider's dependencies
+    # take-down: every add-on, pinned or shared, before any node
     log.unlink()
     pulumi("destroy", "--yes", "--skip-preview", "--parallel", "8", nodes="a,c")
     order = log.read_text().split()
-    assert sorted(order) == ["addon-a", "addon-c", "node-a", "node-c"]
-    assert max(order.index("addon-a"), order.index("addon-c")) < min(order.index("node-a"), order.index("node-c"))
+    assert sorted(order) == ["addon-a", "addon-c", "addon-shared", "node-a", "node-c"]
+    add_ons, machines = [order.index(a) for a in ("addon-a", "addon-c", "addon-shared")], \
+        [order.index(n) for n in ("node-a", "node-c")]
+    assert max(add_ons) < min(machines), order
