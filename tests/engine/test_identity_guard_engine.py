@@ -29,7 +29,7 @@ import pulumi
 from pathlib import Path
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.identity import CLUSTER_KEYS, LabIdentity, guard_deployed, guard_provider
+from components.identity import OUTPUT, CLUSTER_KEYS, LabIdentity, guard_deployed, guard_provider, identity_digest
 
 config = pulumi.Config("guard")
 cluster = {key: None for key in CLUSTER_KEYS}
@@ -40,6 +40,7 @@ identity = {"cluster": cluster, "vsphere": None, "bareMetal": {},
 if config.get_bool("programGuard") is not False:
     guard_deployed("lab-identity", identity)
 LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
+pulumi.export(OUTPUT, identity_digest(identity))  # as __main__.py does: a deployed stack has outputs
 
 
 class _Payload(ResourceProvider):
@@ -56,11 +57,13 @@ class _Payload(ResourceProvider):
 
 
 class Payload(Resource):
-    def __init__(self, name, path, value):
-        super().__init__(_Payload(), name, {"path": path, "value": value})
+    def __init__(self, name, path, value, protect=False):
+        super().__init__(_Payload(), name, {"path": path, "value": value}, pulumi.ResourceOptions(protect=protect))
 
 
 Payload("payload", config.require("payloadFile"), config.require("value"))
+if config.get_bool("withProtected") is not False:
+    Payload("protected", config.require("payloadFile") + ".protected", "kept", protect=True)
 '''
 
 
@@ -167,3 +170,20 @@ def test_an_edit_the_lab_can_take_goes_through(project):
     assert project.payload.read_text() == "v3"
     project.edit(value="v1")
     project.pulumi("up", "--yes", "--skip-preview")
+
+
+def test_a_protected_delete_fails_the_real_preview_as_make_diff_says(project):
+    """make diff marks the delete of a protected resource `refused` and exits 1
+    (tests/tools/test_diff_program.py); the real preview fails on it the same way."""
+    from tools.diff import Planned, steps_between
+
+    project.edit(withProtected=False)
+    try:
+        message = _refused(project.pulumi("preview", check=False))
+        assert "protected" in message and project.urn("protected") in message
+        old = Planned(urn=project.urn("protected"), type="pulumi-python:dynamic:Resource", name="protected",
+                      parent="", custom=True, provider="", id="payload", inputs={}, outputs={}, protect=True)
+        (step,) = steps_between([old], [])
+        assert step.op == "delete" and step.refused and "refused" in step.effects
+    finally:
+        project.edit(withProtected=True)
