@@ -305,8 +305,9 @@ def test_protect_refuses_a_replace_and_a_delete():
     steps = steps_between([old], [res("c", inputs={**CMD, "triggers": ["b"]})])
     assert [(s.op, s.refused) for s in steps] == [("replace", "")]
     document = diff.document(steps_between([old], []), "0" * 40, STACK)
+    # the refusal is an effect too (diff.json's changes carry it, the up gate stops on it)
     assert document["changes"] == [{"type": "command:remote:Command", "name": "c", "op": "delete", "keys": [],
-                                    "effects": ["delete"]}]
+                                    "effects": ["delete", "refused"]}]
     assert document["refused"][0]["op"] == "delete"
 
 
