@@ -36,6 +36,7 @@ from day2_engine import (
 )
 from required_tools import require_tool
 
+from tools import releases
 from tools.diff import Planned, snapshot, steps_between
 from tools.mockrun import run_program
 
@@ -204,7 +205,8 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.destroyed = True  # type: ignore[attr-defined]
 
 
-PREVIOUS_RELEASE = "8b1e349"  # gpu-lab 0.1.0
+# the last release of release/releases.txt (0.1.0), by name: its tag, else the listed commit
+PREVIOUS_RELEASE = releases.resolve_release(releases.releases()[-1].tag)
 
 
 @pytest.fixture
