@@ -34,8 +34,10 @@ class ClusterAddonsArgs:
     kubeconfig: pulumi.Input[str] | None
     """Secret kubeconfig of the cluster; None is an error naming gpu-lab:kubeconfig."""
     after: Sequence[pulumi.Resource] = ()
-    """What the add-ons run on (the nodes, the VMs): every child depends on it, so the engine creates
-    the add-ons after it and deletes them before it (a component's dependencies are not its children's)."""
+    """What the add-ons run on (the nodes, the VMs). Only the add-ons' Kubernetes provider depends on it;
+    every child uses that provider, and the engine orders a resource after its provider and deletes it
+    before its provider, so the add-ons are created after the nodes and VMs and deleted before them
+    through one resource's edges instead of every child's."""
 
 
 class MissingKubeconfigError(pulumi.RunError):
@@ -63,9 +65,11 @@ class ClusterAddons(pulumi.ComponentResource):
         super().__init__("gpu-lab:addons:ClusterAddons", name,
                          {"enabled": addons.enabled_map(), "versions": versions.summary()}, opts)
 
+        # The one edge set to the nodes and VMs (see ClusterAddonsArgs.after): it grows with the lab
+        # once, not once per add-on object.
         provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
                                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
-        kube = Kube(name, self, provider, openshift=lab.openshift, after=tuple(args.after))
+        kube = Kube(name, self, provider, openshift=lab.openshift)
         workload_ns = addons.jobs.namespace
 
         nfd = deploy_nfd(kube) if addons.nfd.enabled else None

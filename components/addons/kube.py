@@ -36,9 +36,9 @@ class Kube:
     name: str
     parent: pulumi.Resource
     provider: k8s.Provider
+    """Every child's provider; it depends on the nodes and VMs, which orders the children after them
+    and deletes them first (ClusterAddonsArgs.after)."""
     openshift: bool
-    after: tuple[pulumi.Resource, ...] = ()
-    """What every child waits for (and is deleted before): the nodes and VMs the add-ons run on."""
 
     def child(self, role: str) -> str:
         return f"{self.name}-{role}"
@@ -46,7 +46,7 @@ class Kube:
     def opts(self, depends_on: Sequence[pulumi.Resource | None] = (), **kwargs: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
             parent=self.parent, provider=self.provider,
-            depends_on=[*self.after, *(d for d in depends_on if d is not None)], **kwargs,
+            depends_on=[d for d in depends_on if d is not None], **kwargs,
         )
 
     def namespace(self, role: str, name: str, privileged: bool = True) -> pulumi.CustomResource:

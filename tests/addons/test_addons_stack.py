@@ -39,31 +39,40 @@ def test_the_lab_is_openshift(stack_run):
     by_name(stack_run, "RoleBinding", "rdma-shared-dp-privileged")
 
 
-def test_addons_wait_for_the_vms(monkeypatch):
-    # The SDK sends depends_on on a component to the engine as the URNs of that component's
-    # resources (a component expands to its children); each add-on resource carries it itself, so
-    # the engine creates it after every VM and node and deletes it before them.
+def test_addons_wait_for_the_vms_through_their_provider(monkeypatch):
+    # The SDK sends depends_on on a component as the URNs of that component's resources. Only the
+    # add-ons' Kubernetes provider carries them; the engine orders a resource after its provider and,
+    # on delete, treats the provider reference as a dependency (pulumi/pulumi
+    # pkg/resource/graph/dependency_graph.go, DependingOn: a candidate whose Provider is in the set
+    # depends on it), so every add-on is created after every VM and node and deleted before them.
     dependencies: dict[str, list[str]] = {}
+    providers: dict[str, str] = {}
 
     class KeepingDependencies(mockrun.RecordingMonitor):
         def RegisterResource(self, request):
             dependencies[f"{request.type}::{request.name}"] = list(request.dependencies)
+            providers[f"{request.type}::{request.name}"] = request.provider
             return super().RegisterResource(request)
 
     monkeypatch.setattr(mockrun, "RecordingMonitor", KeepingDependencies)
     run = run_program(builders.lab_stack())
     (addons,) = run.of_type("gpu-lab:addons:ClusterAddons")
     vms = run.of_type("vsphere:index/virtualMachine:VirtualMachine")
+    nodes = run.children_of("openshift-nodes")
     assert sorted(vm.name for vm in vms) == sorted(f"vms-{n}" for n in
                                                    [*builders.CONTROL_PLANE, *builders.WORKERS, builders.BOOTSTRAP])
-    # every child waits for every VM itself (a component's dependencies are not its children's)
-    children = run.children_of(addons.name)
+    assert nodes, "the cluster's nodes are resources the add-ons wait for"
+    (provider,) = [r for r in run.of_type("pulumi:providers:kubernetes") if r.name == "addons-k8s"]
+    assert {r.urn for r in [*vms, *nodes]} <= set(dependencies[f"{provider.type}::{provider.name}"])
+    node_and_vm_urns = {r.urn for r in run.resources if r.urn.split("::")[-1].startswith(("vms-", "openshift-nodes-"))}
+    children = [c for c in run.children_of(addons.name) if c.urn != provider.urn]
     assert children, "the add-ons' resources are the component's children"
     for child in children:
-        waits_for = set(dependencies[f"{child.type}::{child.name}"])
-        assert {vm.urn for vm in vms} <= waits_for, child.name
+        key = f"{child.type}::{child.name}"
+        assert providers[key].startswith(provider.urn + "::"), child.name
+        # no child lists the nodes and VMs itself: that is what made the edges grow with the square
+        assert not node_and_vm_urns & set(dependencies[key]), child.name
     # the kubeconfig comes from the OpenShift install, as a secret
-    (provider,) = [r for r in run.of_type("pulumi:providers:kubernetes") if r.name == "addons-k8s"]
     assert provider.secret_paths() == ["kubeconfig"]
 
 
