@@ -44,6 +44,15 @@ def test_the_documented_targets_are_found():
     assert {"setup", "plan", "test", "diff", "report", "engine-by-hand"} <= set(targets)
 
 
+def test_every_target_the_docs_name_exists():
+    # a `make <target>` in the README, the docs or the changelog is one `make help` lists
+    named = set()
+    for page in [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]:
+        named |= set(re.findall(r"`make ([a-z][a-z-]*)", page.read_text()))
+    assert {"plan", "test", "diff", "setup-pulumi", "pulumi-check"} <= named
+    assert sorted(named - set(documented_targets())) == []
+
+
 @pytest.mark.parametrize("target", documented_targets())
 def test_a_target_builds_the_venv_before_it_uses_it(target, tmp_path):
     venv = tmp_path / "fresh-venv"
