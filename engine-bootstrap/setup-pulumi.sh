@@ -179,7 +179,8 @@ require_plugins() {
         [[ -x $BIN/pulumi ]] && "$BIN/pulumi" plugin ls 2>/dev/null | grep -q "^$p .*$v" || absent+=("$p $v")
     done
     [[ ${#absent[@]} = 0 ]] && { say "PLUGINS=required: every provider plugin is installed"; return 0; }
-    say "PLUGINS=required: not installed: $(IFS=,; echo "${absent[*]}" | sed 's/,/, /g')"
+    local list; list=$(IFS=,; echo "${absent[*]}")
+    say "PLUGINS=required: not installed: ${list//,/, }"
     say "this machine cannot download them; install each from a file: on a machine that can, download"
     say "  the plugin tarball (pulumi-resource-<name>-v<version>-linux-amd64.tar.gz from the provider's release),"
     say "  then here: PULUMI_HOME=$PULUMI_HOME $BIN/pulumi plugin install resource <name> <version> --file <tarball>"
