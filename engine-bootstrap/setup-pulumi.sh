@@ -181,8 +181,8 @@ require_plugins() {
     [[ ${#absent[@]} = 0 ]] && { say "PLUGINS=required: every provider plugin is installed"; return 0; }
     local list; list=$(IFS=,; echo "${absent[*]}")
     say "PLUGINS=required: not installed: ${list//,/, }"
-    say "this machine cannot download them; install each from a file: on a machine that can, download"
-    say "  the plugin tarball (pulumi-resource-<name>-v<version>-linux-amd64.tar.gz from the provider's release),"
+    say "where they cannot be downloaded, install each from a file: on a machine that can, download"
+    say "  the plugin archive (pulumi-resource-<name>-v<version>-linux-amd64.tar.gz from the provider's release),"
     say "  then here: PULUMI_HOME=$PULUMI_HOME $BIN/pulumi plugin install resource <name> <version> --file <tarball>"
     say "  (docs/engine.md, provider plugins)"
     exit 3
