@@ -13,6 +13,9 @@
 #
 # Usage: engine-bootstrap/setup-pulumi.sh [--force] [--check]
 #   --force  rebuild everything      --check  only report what is installed
+# PLUGINS=required (make setup-pulumi PLUGINS=required): the provider plugins the program needs
+# (command, vsphere, kubernetes at the SDKs' versions) are required too: exit 3 naming the ones
+# missing, and how to install them by hand (docs/engine.md). Without it they are reported only.
 # Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
 #      GOCACHE/GOMODCACHE as usual for Go (defaults keep builds warm across clones).
 set -euo pipefail
@@ -42,6 +45,10 @@ for arg in "$@"; do
         *) echo "usage: $0 [--force] [--check]" >&2; exit 2 ;;
     esac
 done
+case ${PLUGINS:-} in
+    required|'') ;;
+    *) echo "PLUGINS=${PLUGINS}: allowed: 'required' (the provider plugins must be installed) or empty" >&2; exit 2 ;;
+esac
 
 mkdir -p "$BIN" "$STAMPS" "$LOGS" "$PULUMI_HOME"
 declare -A STATE=()
@@ -161,12 +168,33 @@ report() {
     echo "use: PATH=$BIN:\$PATH PULUMI_HOME=$PULUMI_HOME pulumi ..."
 }
 
+# PLUGINS=required: exit 3 when a provider plugin the program needs is not installed, saying which
+# and what to do; otherwise a missing plugin is only reported (the CI run does not need them).
+require_plugins() {
+    [[ ${PLUGINS:-} = required ]] || return 0
+    [[ -x $VENV/bin/python ]] || { say "PLUGINS=required: no virtualenv at $VENV to read the plugin versions from: run make setup"; exit 3; }
+    local p v absent=()
+    for p in command vsphere kubernetes; do
+        v=$(plugin_version "$p")
+        [[ -x $BIN/pulumi ]] && "$BIN/pulumi" plugin ls 2>/dev/null | grep -q "^$p .*$v" || absent+=("$p $v")
+    done
+    [[ ${#absent[@]} = 0 ]] && { say "PLUGINS=required: every provider plugin is installed"; return 0; }
+    local list; list=$(IFS=,; echo "${absent[*]}")
+    say "PLUGINS=required: not installed: ${list//,/, }"
+    say "where they cannot be downloaded, install each from a file: on a machine that can, download"
+    say "  the plugin archive (pulumi-resource-<name>-v<version>-linux-amd64.tar.gz from the provider's release),"
+    say "  then here: PULUMI_HOME=$PULUMI_HOME $BIN/pulumi plugin install resource <name> <version> --file <tarball>"
+    say "  (docs/engine.md, provider plugins)"
+    exit 3
+}
+
 if [[ $CHECK = 1 ]]; then
     [[ -x $BIN/pulumi ]] && STATE[cli]="present" || STATE[cli]="missing"
     [[ -x $BIN/pulumi-language-python ]] && STATE[langhost]="present" || STATE[langhost]="missing"
     report
-    [[ -x $BIN/pulumi && -x $BIN/pulumi-language-python ]]
-    exit
+    [[ -x $BIN/pulumi && -x $BIN/pulumi-language-python ]] || exit 1
+    require_plugins
+    exit 0
 fi
 
 t_all=$SECONDS
@@ -188,4 +216,5 @@ else
 fi
 report
 say "done in $((SECONDS - t_all))s"
-[[ -x $BIN/pulumi && -x $BIN/pulumi-language-python ]]
+[[ -x $BIN/pulumi && -x $BIN/pulumi-language-python ]] || exit 1
+require_plugins

@@ -5,7 +5,7 @@ ACCEPTANCE_NS ?= gpu-lab-acceptance
 
 .PHONY: report acceptance-logs
 
-report: ## judge the acceptance jobs' logs against the line rate of STACK's nodes (LOGS=dir, STACK, REPORT_ARGS)
+report: setup ## judge the acceptance jobs' logs against the line rate of STACK's nodes (LOGS=dir, STACK, REPORT_ARGS)
 	@test -n "$(LOGS)" || { echo "usage: make report LOGS=<dir of ib_write_bw / nccl-tests / Horovod logs> [STACK=lab]"; exit 2; }
 	$(PYTHON) -m tools.report $(LOGS) --stack $(STACK) $(REPORT_ARGS)
 

@@ -136,7 +136,8 @@ pass "project + stack sim (file backend): missing config reported, password set 
 # ---------------------------------------------------------------- preview + policy pack
 run preview.log pulumi preview --policy-pack "$PACK"
 # The pack's verdict line: a check mark only when no policy reported a violation.
-grep -q "✅ gpu-lab@v0.1.0 (local: $PACK)" "$WORK/preview.log" \
+PACK_VERSION=$(sed -n 's/^version: *//p' "$PACK/PulumiPolicy.yaml")
+grep -qF "✅ gpu-lab@v$PACK_VERSION (local: $PACK)" "$WORK/preview.log" \
     || { cat "$WORK/preview.log"; fail "preview did not pass the gpu-lab policy pack"; }
 grep -qE '\+ 6 to create' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview plans 6 creates"; }
 pass "preview --policy-pack $PACK: gpu-lab pack loaded, no mandatory violation, 6 to create"

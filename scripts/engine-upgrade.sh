@@ -25,13 +25,11 @@ source "$ROOT/scripts/lib-vcsim.sh"
 find_vcsim
 [[ -x $CACHE/bin/pulumi ]] || { echo "FAIL no Pulumi engine in $CACHE: run make setup-pulumi"; exit 1; }
 [[ -n $VCSIM ]] || { echo "FAIL no lab-vcsim: run make simulator"; exit 1; }
-# the last release of release/releases.txt: its tag where the clone has it, else its commit
-read -r PREV_VERSION PREV_COMMIT < <(grep -v '^#' "$ROOT/release/releases.txt" | tail -n 1)
-if git -C "$ROOT" rev-parse -q --verify "refs/tags/v$PREV_VERSION" >/dev/null; then
-    PREVIOUS=${PREVIOUS:-v$PREV_VERSION}
-else
-    PREVIOUS=${PREVIOUS:-$PREV_COMMIT}
-fi
+# PREVIOUS: a release name (v0.1.0) or any revision, default the last release of release/releases.txt;
+# tools/releases.py finds its commit: the tag where the clone has it, else release/releases.txt
+read -r PREV_VERSION _ < <(grep -v '^#' "$ROOT/release/releases.txt" | tail -n 1)
+PREVIOUS=${PREVIOUS:-v$PREV_VERSION}
+PREVIOUS_COMMIT=$(cd "$ROOT" && "$PY" -m tools.releases resolve "$PREVIOUS") || exit 2
 
 export PATH=$CACHE/bin:$PATH PULUMI_HOME=$CACHE/home
 export PULUMI_SKIP_UPDATE_CHECK=1 PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
@@ -49,7 +47,7 @@ trap _remove_old_tree EXIT
 source "$ROOT/scripts/lib-steps.sh"
 
 # ---------------------------------------------------------------- the previous release
-git -C "$ROOT" worktree add --quiet --detach "$OLD" "$PREVIOUS" || fail "git worktree of $PREVIOUS"
+git -C "$ROOT" worktree add --quiet --detach "$OLD" "$PREVIOUS_COMMIT" || fail "git worktree of $PREVIOUS"
 start_vcsim "$SIM_USER" "$SIM_PASSWORD"
 # host, VM id and VM name from the simulator, through this tree's hostops (read only; seeds the option ESXi has)
 read -r HOST VM_ID VM_NAME < <(SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD \

@@ -663,7 +663,9 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
     policies = [{"name": p.name, "enforcementLevel": LEVELS[p.enforcementLevel],
                  "type": "stack" if p.policy_type == analyzer_pb2.POLICY_TYPE_STACK else "resource",
                  "description": p.description} for p in info.policies]
-    return Report({"name": info.name, "version": info.version}, policies, verdicts, not_applicable,
+    # the version the CLI reports: PulumiPolicy.yaml's (the Python SDK always answers 0.0.1)
+    version = (yaml.safe_load((pack_dir / "PulumiPolicy.yaml").read_text()) or {}).get("version") or info.version
+    return Report({"name": info.name, "version": str(version)}, policies, verdicts, not_applicable,
                   list(engine.logs))
 
 

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                 if resources is None:
                     print(f"no stack file Pulumi.{stack}.yaml at {args.at}", file=sys.stderr)
                     return 2
-                resources, at_version = shrunk(resources), _version_at(args.at)
+                resources, at_version = shrunk(resources), _version_at(resolve_base(args.at))
             else:
                 resources, at_version = plan(stack), version()
             print(write_baseline(stack, resources, at_version).relative_to(REPO))

@@ -35,7 +35,6 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
 )
-from typing_extensions import TypeIs
 
 # SIG_KEY, SECRET_SIG, decode and keep_secret_markers are read from here by the pack and the tests
 from .pulumi_policy_internals import SECRET_SIG, SIG_KEY, decode, request_memo  # noqa: F401

@@ -1,9 +1,11 @@
 """The operators' own CRDs and chart values, as the tests read them.
 
-The files are the upstream repositories' files at the tags the project pins (MANIFEST.tsv in the
-schemas directory: repository, tag, path, commit). The directory comes from one setting:
-GPU_LAB_SCHEMAS, default ``../shared/schemas`` next to the repository. Without it the tests skip
-with the reason; under CI (CI=true) a missing directory is an error.
+The files are the upstream repositories' files at the tags the project pins, kept unchanged in
+tests/upstream/ (MANIFEST.tsv there: repository, tag, path, commit, sha256, licence per file;
+tests/test_upstream_data.py checks it), so a clone tests with nothing outside the repository.
+GPU_LAB_SCHEMAS points the tests at another directory of the same layout (a newer copy, when a
+pin moves); a directory without MANIFEST.tsv skips the tests with the reason, and fails them
+under CI (CI=true).
 
 Two checks, each as the real consumer reads our output:
 
@@ -30,15 +32,17 @@ import yaml
 from required_tools import missing
 
 REPO = Path(__file__).resolve().parents[2]
+IN_REPOSITORY = REPO / "tests" / "upstream"
 
 
 def schemas_dir() -> Path:
-    """The schemas directory, or skip (fail under CI) with the reason."""
-    path = Path(os.environ.get("GPU_LAB_SCHEMAS") or REPO.parent / "shared" / "schemas")
+    """The schemas directory (GPU_LAB_SCHEMAS, else tests/upstream), or skip (fail under CI) with the reason."""
+    path = Path(os.environ.get("GPU_LAB_SCHEMAS") or IN_REPOSITORY)
     if (path / "MANIFEST.tsv").is_file():
         return path
     reason = (f"upstream CRDs and chart values not found at {path} (no MANIFEST.tsv); "
-              "set GPU_LAB_SCHEMAS to the schemas directory")
+              f"unset GPU_LAB_SCHEMAS to use the copies in {IN_REPOSITORY.relative_to(REPO)}, or point it at "
+              "a directory of the same layout")
     missing(reason)
 
 

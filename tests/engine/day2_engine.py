@@ -33,7 +33,8 @@ import yaml
 from loopback import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
+# absolute: the harness runs the engine from other directories (a relative PULUMI_CACHE_DIR is the cwd's)
+CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")).resolve()
 PASSPHRASE = "day2-passphrase"
 
 FAKE_INSTALLER = """\
@@ -87,6 +88,32 @@ echo "$*" >> {log}/systemctl-calls
 """
 
 
+class Server:
+    """A process this harness started: `with` stops it however the block ends (a failing test too),
+    and a start that fails half-way stops what it started before raising."""
+
+    proc: subprocess.Popen
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        _end(self.proc)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _executable(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(0o755)
@@ -94,7 +121,7 @@ def _executable(path: Path, text: str) -> Path:
 
 
 @dataclass
-class HelperNode:
+class HelperNode(Server):
     """sshd on loopback playing the helper node; its files live under `root`."""
 
     dir: Path
@@ -140,7 +167,11 @@ class HelperNode:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         log = (d / "sshd.log").open("w")
         proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL, stderr=log)
-        wait_for_port(port, 10, proc, d / "sshd.log")
+        try:
+            wait_for_port(port, 10, proc, d / "sshd.log")
+        except BaseException:
+            _end(proc)
+            raise
         host_key = (d / "host_key.pub").read_text().split()
         return cls(d, port, proc, d / "client_key", " ".join(host_key[:2]), root)
 
@@ -150,11 +181,6 @@ class HelperNode:
 
     def files(self) -> list[str]:
         return sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file())
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
 
 
 def openshift_section(helper: HelperNode, install_dir: Path, tools: Path) -> dict[str, Any]:
@@ -333,7 +359,7 @@ def standins(tools: Path, log: Path) -> None:
 
 
 @dataclass
-class VcenterSim:
+class VcenterSim(Server):
     """lab-vcsim (make simulator) on a loopback port, with vcsim's default inventory."""
 
     proc: subprocess.Popen
@@ -348,19 +374,23 @@ class VcenterSim:
         out = (d / "vcsim.out").open("w")
         proc = subprocess.Popen([str(binary), "-l", "127.0.0.1:0", "-username", user, "-password", password],
                                 stdout=out, stderr=(d / "vcsim.err").open("w"), stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        port = None
-        while port is None:
-            text = (d / "vcsim.out").read_text()
-            for word in text.split():
-                if word.startswith("GOVC_URL=") and "@127.0.0.1:" in word:
-                    port = int(word.rsplit(":", 1)[1].split("/")[0])
-            if port is None:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"lab-vcsim did not start: {(d / 'vcsim.err').read_text()}")
-                time.sleep(0.05)
-        sim = cls(proc, port, user, password)
-        sim.seed()
+        try:
+            deadline = time.monotonic() + 30
+            port = None
+            while port is None:
+                text = (d / "vcsim.out").read_text()
+                for word in text.split():
+                    if word.startswith("GOVC_URL=") and "@127.0.0.1:" in word:
+                        port = int(word.rsplit(":", 1)[1].split("/")[0])
+                if port is None:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"lab-vcsim did not start: {(d / 'vcsim.err').read_text()}")
+                    time.sleep(0.05)
+            sim = cls(proc, port, user, password)
+            sim.seed()
+        except BaseException:
+            _end(proc)
+            raise
         return sim
 
     def session(self):
@@ -410,11 +440,6 @@ class VcenterSim:
             view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
             return sorted(vm.name for vm in view.view)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-
 
 SWITCH_USER = "gpulabsw"
 SWITCH_SHELL = """\
@@ -425,7 +450,7 @@ PATH="{bin}:$PATH" exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"
 
 
 @dataclass
-class CumulusStandIn:
+class CumulusStandIn(Server):
     """A Cumulus switch on loopback for the real pulumi-command: sshd with password login for a
     throwaway local user whose sessions run bash with the NVUE model's `nv` first on PATH."""
 
@@ -441,8 +466,17 @@ class CumulusStandIn:
             sys.path.insert(0, str(ROOT / "tests" / "switch"))
         from switch_sim import CumulusBox
 
-        # readable by the switch user (a pytest tmp dir is root's alone)
+        # readable by the switch user (a pytest tmp dir is root's alone); removed by stop(), or here
+        # with the user and the sshd when the start fails
         d = Path(tempfile.mkdtemp(prefix="gpu-lab-switch-", dir="/tmp"))
+        try:
+            return cls._start_in(d, sshd, password, CumulusBox)
+        except BaseException:
+            cls._remove(d)
+            raise
+
+    @classmethod
+    def _start_in(cls, d: Path, sshd: str, password: str, CumulusBox) -> CumulusStandIn:  # noqa: N803
         d.chmod(0o755)
         box = CumulusBox(d / "cumulus")
         for path in (d / "cumulus", d / "cumulus" / "bin", d / "cumulus" / "bin" / "nv"):
@@ -470,7 +504,11 @@ class CumulusStandIn:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL,
                                 stderr=(d / "sshd.log").open("w"))
-        wait_for_port(port, 10, proc, d / "sshd.log")
+        try:
+            wait_for_port(port, 10, proc, d / "sshd.log")
+        except BaseException:
+            _end(proc)
+            raise
         return cls(d, port, proc, " ".join((d / "host_key.pub").read_text().split()[:2]), box)
 
     @staticmethod
@@ -478,11 +516,15 @@ class CumulusStandIn:
         subprocess.run(["chpasswd"], input=f"{SWITCH_USER}:{password}", text=True, check=True)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
+        try:
+            _end(self.proc)
+        finally:
+            self._remove(self.dir)
+
+    @staticmethod
+    def _remove(d: Path) -> None:
         subprocess.run(["userdel", SWITCH_USER], capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def sim_lab_config(vcenter: VcenterSim, helper: HelperNode, switch: CumulusStandIn, install_dir: Path,

@@ -11,6 +11,7 @@ in CI too (`built_by_hand`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -35,6 +36,7 @@ from day2_engine import (
 )
 from required_tools import require_tool
 
+from tools import releases
 from tools.diff import Planned, snapshot, steps_between
 from tools.mockrun import run_program
 
@@ -80,18 +82,24 @@ def lab(tmp_path_factory):
     work = tmp_path_factory.mktemp("day2")
     tools, log = work / "tools", work / "log"
     standins(tools, log)
-    helper = HelperNode.start(work / "helper", sshd)
-    config = {"gpu-lab:openshift": openshift_section(helper, work / "install", tools)}
-    secrets = {"gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
-               "gpu-lab:helperSshPrivateKey": helper.client_key.read_text()}
-    lab = Day2Lab.create(work, config, secrets, tools, {"FAKE_OC_NODES": "cp-0 cp-1 cp-2 dgx-0 dgx-1 dgx-2 dgx-3"})
-    lab.helper, lab.log_dir = helper, log  # type: ignore[attr-defined]
-    yield lab
+    # every server stops and the stack goes, however the tests end (last in, first out)
+    with contextlib.ExitStack() as cleanup:
+        helper = cleanup.enter_context(HelperNode.start(work / "helper", sshd))
+        config = {"gpu-lab:openshift": openshift_section(helper, work / "install", tools)}
+        secrets = {"gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
+                   "gpu-lab:helperSshPrivateKey": helper.client_key.read_text()}
+        lab = Day2Lab.create(work, config, secrets, tools, {"FAKE_OC_NODES": "cp-0 cp-1 cp-2 dgx-0 dgx-1 dgx-2 dgx-3"})
+        cleanup.callback(_destroy_unless_kept, lab)
+        lab.helper, lab.log_dir = helper, log  # type: ignore[attr-defined]
+        yield lab
+
+
+def _destroy_unless_kept(lab) -> None:
+    """The stack's resources go (unless DAY2_KEEP=1 or a test already destroyed it); the log is printed."""
     try:
         if os.environ.get("DAY2_KEEP") != "1" and not getattr(lab, "destroyed", False):
             lab.destroy()
     finally:
-        helper.stop()
         print("\n".join(lab.log))
 
 
@@ -197,7 +205,8 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.destroyed = True  # type: ignore[attr-defined]
 
 
-PREVIOUS_RELEASE = "8b1e349"  # gpu-lab 0.1.0
+# the last release of release/releases.txt (0.1.0), by name: its tag, else the listed commit
+PREVIOUS_RELEASE = releases.resolve_release(releases.releases()[-1].tag)
 
 
 @pytest.fixture
@@ -217,7 +226,12 @@ def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_
     sshd = require_tool("sshd", "run scripts/install-switch-test-tools.sh")
     tools, log = tmp_path / "tools", tmp_path / "log"
     standins(tools, log)
-    helper = HelperNode.start(tmp_path / "helper", sshd)
+    with contextlib.ExitStack() as cleanup:
+        helper = cleanup.enter_context(HelperNode.start(tmp_path / "helper", sshd))
+        _upgrade_from_the_previous_release(cleanup, tmp_path, previous_release, helper, tools, log)
+
+
+def _upgrade_from_the_previous_release(cleanup, tmp_path, previous_release, helper, tools, log) -> None:
     section = openshift_section(helper, tmp_path / "install", tools)
     for key in ("httpGroup", "hostKey"):  # 0.1.0 does not know them
         section["helper"].pop(key)
@@ -226,46 +240,40 @@ def test_upgrading_a_running_lab_from_the_previous_release_never_reinstalls(tmp_
                "gpu-lab:helperSshPrivateKey": helper.client_key.read_text()}
     lab = Day2Lab.create(tmp_path / "lab", {"gpu-lab:openshift": section}, secrets, tools,
                          {"FAKE_OC_NODES": "cp-0 cp-1 cp-2 dgx-0 dgx-1 dgx-2"}, tree=previous_release)
-    try:
-        lab.up()
-        # the test machine has no apache group; the key is pinned with the upgrade
-        upgraded = lab.config["gpu-lab:openshift"]["helper"]
-        upgraded.update(httpGroup="root", hostKey=helper.host_key_line)
-        upgraded["paths"]["httpdDropIn"] = dropped_path
-        lab.write_config()
-        copy_tree(ROOT, lab.project)
-        ops = _ops(lab.preview())
-        # make diff's engine, with the previous release's program planned by this harness, agrees
-        (previous_release / f"Pulumi.{lab.stack}.yaml").write_text(yaml.safe_dump({"config": {"gpu-lab:openshift": section}}))
-        planned = subprocess.run([sys.executable, str(ROOT / "tools" / "plan_tree.py"), str(previous_release),
-                                  lab.stack], capture_output=True, text=True, cwd=previous_release)
-        assert planned.returncode == 0, planned.stderr
-        offline = steps_between([Planned.from_document(d) for d in json.loads(planned.stdout)],
-                                snapshot(run_program(lab.config, stack=lab.stack)))
-        assert {s.name: s.op for s in offline if s.op != "same"} == ops
-        # the install, the one thing that must never run again, is not touched
-        assert "openshift-ignition" not in ops
-        replaced = sorted(name for name, op in ops.items() if op == "replace")
-        assert replaced == ["openshift-dns", "openshift-lb", "openshift-publish-bootstrap-ign",
-                            "openshift-publish-master-ign", "openshift-publish-worker-ign", "openshift-pxe"]
-        assert ops["openshift-helper-host-key"] == "create" and ops["openshift-ignition-access"] == "create"
-        lab.up()
-        lab.expect_no_changes()
-        assert [c.split()[-1] for c in _installer_calls_of(log)] == ["ignition-configs"]
-        assert not [p for p in (helper.root / "staging").rglob("*") if p.is_file()]  # 0.1.0's staged copies
-    finally:
-        try:
-            lab.destroy()
-        finally:
-            helper.stop()
-            print("\n".join(lab.log))
+    cleanup.callback(_destroy_unless_kept, lab)
+    lab.up()
+    # the test machine has no apache group; the key is pinned with the upgrade
+    upgraded = lab.config["gpu-lab:openshift"]["helper"]
+    upgraded.update(httpGroup="root", hostKey=helper.host_key_line)
+    upgraded["paths"]["httpdDropIn"] = dropped_path
+    lab.write_config()
+    copy_tree(ROOT, lab.project)
+    ops = _ops(lab.preview())
+    # make diff's engine, with the previous release's program planned by this harness, agrees
+    (previous_release / f"Pulumi.{lab.stack}.yaml").write_text(yaml.safe_dump({"config": {"gpu-lab:openshift": section}}))
+    planned = subprocess.run([sys.executable, str(ROOT / "tools" / "plan_tree.py"), str(previous_release),
+                              lab.stack], capture_output=True, text=True, cwd=previous_release)
+    assert planned.returncode == 0, planned.stderr
+    offline = steps_between([Planned.from_document(d) for d in json.loads(planned.stdout)],
+                            snapshot(run_program(lab.config, stack=lab.stack)))
+    assert {s.name: s.op for s in offline if s.op != "same"} == ops
+    # the install, the one thing that must never run again, is not touched
+    assert "openshift-ignition" not in ops
+    replaced = sorted(name for name, op in ops.items() if op == "replace")
+    assert replaced == ["openshift-dns", "openshift-lb", "openshift-publish-bootstrap-ign",
+                        "openshift-publish-master-ign", "openshift-publish-worker-ign", "openshift-pxe"]
+    assert ops["openshift-helper-host-key"] == "create" and ops["openshift-ignition-access"] == "create"
+    lab.up()
+    lab.expect_no_changes()
+    assert [c.split()[-1] for c in _installer_calls_of(log)] == ["ignition-configs"]
+    assert not [p for p in (helper.root / "staging").rglob("*") if p.is_file()]  # 0.1.0's staged copies
 
 
 def _installer_calls_of(log: Path) -> list[str]:
     return (log / "installer-calls").read_text().splitlines()
 
 
-LAB_VCSIM = Path(os.environ.get("VCSIM", ROOT / "build" / "bin" / "lab-vcsim"))
+LAB_VCSIM = Path(os.environ.get("VCSIM", ROOT / "build" / "bin" / "lab-vcsim")).resolve()
 NVUE_ECN = "nv set qos congestion-control default-global traffic-class 3"
 
 
@@ -280,20 +288,22 @@ def test_a_week_on_the_simulated_lab(tmp_path):
     sshd = require_tool("sshd", "run scripts/install-switch-test-tools.sh")
     tools, log = tmp_path / "tools", tmp_path / "log"
     standins(tools, log)
-    vcenter = VcenterSim.start(LAB_VCSIM, tmp_path / "vcsim")
-    helper = HelperNode.start(tmp_path / "helper", sshd)
     switch_password = f"sw-{os.urandom(6).hex()}"
-    switch = CumulusStandIn.start(sshd, switch_password)
-    settings_before = vcenter.host_settings()
-    vms_before = vcenter.vm_names()
-    config = sim_lab_config(vcenter, helper, switch, tmp_path / "install", tools)
-    secrets = {"vsphere:password": vcenter.password, "gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
-               "gpu-lab:helperSshPrivateKey": helper.client_key.read_text(),
-               "gpu-lab:switchPasswords.simsw01": switch_password}
-    nodes = "simcp01 simcp02 simcp03 simw01 simw02 simw03 simw04"
-    lab = Day2Lab.create(tmp_path / "lab", config, secrets, tools, {"FAKE_OC_NODES": nodes}, stack="sim")
-    workers = lab.config["gpu-lab:vsphere"]["workers"]
-    try:
+    # every server stops (and the stack goes) however the test ends: last in, first out
+    with contextlib.ExitStack() as cleanup:
+        vcenter = cleanup.enter_context(VcenterSim.start(LAB_VCSIM, tmp_path / "vcsim"))
+        helper = cleanup.enter_context(HelperNode.start(tmp_path / "helper", sshd))
+        switch = cleanup.enter_context(CumulusStandIn.start(sshd, switch_password))
+        settings_before = vcenter.host_settings()
+        vms_before = vcenter.vm_names()
+        config = sim_lab_config(vcenter, helper, switch, tmp_path / "install", tools)
+        secrets = {"vsphere:password": vcenter.password, "gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
+                   "gpu-lab:helperSshPrivateKey": helper.client_key.read_text(),
+                   "gpu-lab:switchPasswords.simsw01": switch_password}
+        nodes = "simcp01 simcp02 simcp03 simw01 simw02 simw03 simw04"
+        lab = Day2Lab.create(tmp_path / "lab", config, secrets, tools, {"FAKE_OC_NODES": nodes}, stack="sim")
+        cleanup.callback(_destroy_unless_kept, lab)
+        workers = lab.config["gpu-lab:vsphere"]["workers"]
         # day 1, then nothing to do
         print("day 1:", lab.up())
         lab.expect_no_changes()
@@ -392,11 +402,3 @@ def test_a_week_on_the_simulated_lab(tmp_path):
         assert vcenter.vm_names() == vms_before
         assert helper.files() == ["tftpboot/grubx64.efi", "tftpboot/pxelinux.0"]
         assert switch.box.state.applied == type(switch.box.state)().applied
-    finally:
-        try:
-            if not getattr(lab, "destroyed", False):
-                lab.destroy()
-        finally:
-            for part in (switch, helper, vcenter):
-                part.stop()
-            print("\n".join(lab.log))

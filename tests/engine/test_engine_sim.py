@@ -15,7 +15,8 @@ import pytest
 from required_tools import require_path
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
+# absolute: the harness runs the engine from other directories (a relative PULUMI_CACHE_DIR is the cwd's)
+CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")).resolve()
 SCRIPT = ROOT / "scripts" / "engine-sim.sh"
 STEPS = 8  # PASS lines engine-sim.sh prints when every step succeeds
 _TIMEOUT_S = 300  # ~15 s on 2 idle cores; generous for a loaded CI machine

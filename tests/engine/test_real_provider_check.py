@@ -37,7 +37,7 @@ PINS = dict(re.findall(r"^pulumi-(vsphere|command)==(\S+)$", (ROOT / "requiremen
 def plugin_binary(name: str) -> Path:
     version = PINS[name]
     homes = [Path(os.environ["PULUMI_HOME"])] if os.environ.get("PULUMI_HOME") else []
-    homes += [Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")) / "home", Path.home() / ".pulumi"]
+    homes += [Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")).resolve() / "home", Path.home() / ".pulumi"]
     for home in homes:
         binary = home / "plugins" / f"resource-{name}-v{version}" / f"pulumi-resource-{name}"
         if binary.is_file():

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi"))
+# absolute: the harness runs the engine from other directories (a relative PULUMI_CACHE_DIR is the cwd's)
+CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")).resolve()
 SCRIPT = ROOT / "scripts" / "sim-preview.sh"
 SKIPPED = 77  # the script's exit code when the engine or a plugin is missing
 _TIMEOUT_S = 600  # preview ~10 s, up to destroy ~30 s on 2 idle cores

@@ -1,13 +1,18 @@
 """make plan / make render: what a reviewer reads must be complete and never carry a secret."""
 
 import json
+import tomllib
+from pathlib import Path
 
 import builders
 import pytest
+import yaml
 
 import tools.mockrun
 from tools import plan, render
 from tools.mockrun import PLACEHOLDER
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +37,10 @@ def test_plan_exits_zero_and_writes_plan_and_policy_report(planned):
     assert document["resourceCount"] == len(document["resources"]) > 50
     report = json.loads((out / "policy-report.json").read_text())
     assert report  # the pack ran and said something about the lab
+    # the pack's version as the CLI reports it (PulumiPolicy.yaml's), which is the project's
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert yaml.safe_load((REPO / "policies" / "PulumiPolicy.yaml").read_text())["version"] == project
+    assert report["pack"] == {"name": "gpu-lab", "version": project}
 
 
 def test_plan_records_parents_and_redacts_every_secret(planned):

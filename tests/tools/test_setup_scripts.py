@@ -58,3 +58,52 @@ def test_under_ci_a_skip_is_a_failure(tmp_path):
     assert local.returncode == 0 and "SKIPPED" in local.stdout and "needs frobnicate" in local.stdout, local.stdout
     ci = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120, env={**env, "CI": "true"})
     assert ci.returncode == 1 and "may not be skipped here" in ci.stdout and "needs frobnicate" in ci.stdout, ci.stdout
+
+
+# ---------------------------------------------------------------- setup-pulumi: PLUGINS=required
+
+SETUP_PULUMI = Path(__file__).resolve().parents[2] / "engine-bootstrap" / "setup-pulumi.sh"
+
+
+def _cache_with(tmp_path: Path, plugins: list[str]) -> Path:
+    """A PULUMI_CACHE_DIR whose `pulumi plugin ls` lists `plugins` (name version) and nothing runs for real."""
+    from importlib.metadata import version
+
+    cache = tmp_path / "cache"
+    (cache / "bin").mkdir(parents=True)
+    rows = "\n".join(f"{name}  resource  {version(f'pulumi-{name}')}  1 MB  n/a  n/a" for name in plugins)
+    (cache / "bin" / "pulumi").write_text(
+        "#!/bin/sh\ncase \"$1 $2\" in\n  'plugin ls') printf 'NAME  KIND  VERSION  SIZE  INSTALLED  LAST USED\\n"
+        f"{rows}\\n' ;;\n  version) echo v3.259.0 ;;\nesac\n")
+    (cache / "bin" / "pulumi-language-python").write_text("#!/bin/sh\n")
+    for f in (cache / "bin").iterdir():
+        f.chmod(0o755)
+    return cache
+
+
+def _check(cache: Path, plugins: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PLUGINS"}
+    env.update(PULUMI_CACHE_DIR=str(cache), **({"PLUGINS": plugins} if plugins is not None else {}))
+    return subprocess.run(["bash", str(SETUP_PULUMI), "--check"], env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_setup_pulumi_says_which_plugins_are_missing_and_fails_when_they_are_required(tmp_path):
+    cache = _cache_with(tmp_path, ["command"])
+    assert _check(cache, None).returncode == 0  # CI's run: the plugins are reported, not required
+    required = _check(cache, "required")
+    assert required.returncode == 3, required.stderr
+    assert "not installed: vsphere" in required.stderr and "kubernetes" in required.stderr
+    assert "command" not in required.stderr.split("not installed:")[1].splitlines()[0]
+    assert "pulumi plugin install resource <name> <version> --file" in required.stderr
+
+
+def test_setup_pulumi_passes_with_every_plugin_installed(tmp_path):
+    done = _check(_cache_with(tmp_path, ["command", "vsphere", "kubernetes"]), "required")
+    assert done.returncode == 0, done.stderr
+    assert "every provider plugin is installed" in done.stderr
+
+
+def test_setup_pulumi_refuses_an_unknown_plugins_value(tmp_path):
+    done = _check(_cache_with(tmp_path, []), "yes")
+    assert done.returncode == 2 and "PLUGINS=yes" in done.stderr and "required" in done.stderr

@@ -39,12 +39,11 @@ def parse_fail_on(text: str) -> list[str]:
 
 
 def resolve_base(ref: str) -> str:
-    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True)
-    if done.returncode != 0 or not done.stdout.strip():
-        raise BadInput(f"BASE: {ref!r} is not a commit in this repository (a branch, tag or commit, e.g. HEAD, "
-                       "main, v0.1.0)")
-    return done.stdout.strip()
+    from tools.releases import UnknownRelease, resolve_release  # a tag, else release/releases.txt
+    try:
+        return resolve_release(ref, REPO)
+    except UnknownRelease as err:
+        raise BadInput(f"BASE: {err}") from None
 
 
 def base_snapshot(commit: str, stack: str) -> list[Planned] | None:
