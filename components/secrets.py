@@ -20,6 +20,7 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +95,31 @@ def secret_output(value: pulumi.Output[T]) -> pulumi.Output[T]:
 
 class MissingSecretError(ValueError):
     pass
+
+
+# Secrets that only log in to a machine pulumi-command runs a command on: the helper node (its SSH
+# key) and the switches (their passwords). A preview runs no Command, so it never uses them; a
+# preview job is not given them (docs/security.md).
+PREVIEW_OPTIONAL: frozenset[str] = frozenset({"helper_ssh_private_key", "switch_passwords"})
+
+
+def preview_stand_ins(secrets: LabSecrets, dry_run: bool) -> LabSecrets:
+    """During a preview, each unset secret of PREVIEW_OPTIONAL becomes an unknown secret value (what
+    the engine shows as a value it will know at update time); the Commands that would use it are
+    planned, not run. Outside a preview (``pulumi up``'s update, destroy) nothing changes: a missing
+    secret is still the clear error of check_required_secrets, before any resource is registered.
+    """
+    if not dry_run:
+        return secrets
+    missing = {a: _unknown_secret() for a in sorted(PREVIEW_OPTIONAL) if getattr(secrets, a) is None}
+    return dataclasses.replace(secrets, **missing) if missing else secrets
+
+
+def _unknown_secret() -> pulumi.Output[Any]:
+    async def value(v: Any) -> Any:
+        return v
+
+    return pulumi.Output(set(), value(None), value(False), value(True))
 
 
 def load_secrets() -> LabSecrets:
