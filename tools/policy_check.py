@@ -84,6 +84,7 @@ LEVEL_CODES = {v: k for k, v in LEVELS.items()}
 GRPC_OPTIONS = [("grpc.max_receive_message_length", 400 * 1024 * 1024),
                 ("grpc.max_send_message_length", 400 * 1024 * 1024)]
 START_TIMEOUT = 60.0
+PACK = Path(__file__).resolve().parent.parent / "policies"  # the repository's pack
 ANALYZE_IN_FLIGHT = 16  # Analyze requests sent ahead of the answers being read
 
 
@@ -673,7 +674,7 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", type=Path, help="JSON file of resources (format: see this file's docstring)")
-    parser.add_argument("--pack", type=Path, default=Path(__file__).resolve().parent.parent / "policies",
+    parser.add_argument("--pack", type=Path, default=PACK,
                         help="policy pack directory (default: the repository's policies/)")
     parser.add_argument("--policy-config", type=Path, help="policy config JSON, as for --policy-pack-config")
     parser.add_argument("--out", type=Path, help="write the verdicts here as JSON")
@@ -687,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
     return report(lambda: load_stack(args.stack), args.pack, config, args.out, args.python)
 
 
-def report(load, pack: Path = Path(__file__).resolve().parent.parent / "policies", config: dict | None = None,
+def report(load, pack: Path = PACK, config: dict | None = None,
            out: Path | None = None, python: str | None = None) -> int:
     """Check the stack ``load()`` returns, print the verdicts, write them to ``out``; the exit status."""
     try:

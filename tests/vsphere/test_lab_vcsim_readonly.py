@@ -11,13 +11,21 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import VCSIM_PASSWORD, VCSIM_USER, Vcsim, _wait_for_port, _wait_until_answering, lab_vcsim_binary, vm_named
+from conftest import (
+    VCSIM_PASSWORD,
+    VCSIM_USER,
+    Vcsim,
+    _wait_for_port,
+    _wait_until_answering,
+    lab_vcsim_binary,
+    vm_named,
+)
 from procs import stop
 from pyVim.task import WaitForTask
 from pyVmomi import vim
+from required_tools import missing
 
 from components.vsphere import hostops
-from required_tools import missing
 
 READER, READER_PASSWORD = "lab-reader", "reader-only-password"  # test data only
 
