@@ -215,10 +215,12 @@ if [[ $UP = 1 ]]; then
             login_as "$SIM_READER" "$SIM_READER_PASSWORD"
             run ro-preview.log pulumi preview --non-interactive --diff "${PACK_ARGS[@]}"
             echo "read-only preview of the built lab plans:"
+            # one line per planned change: the step's "(op)" and the resource's type and name
             awk 'match($0, /^ *[-+~]+ [a-z].*: \((create|update|replace|delete|create-replacement|delete-replaced)\)/) {
                      op = $NF; next }
-                 op != "" && match($0, /\[urn=[^]]*/) { print "  " op "\t" substr($0, RSTART + 1, RLENGTH - 1); op = "" }' \
-                "$WORK/ro-preview.log" | sort | uniq -c | sed -E 's/urn=urn:pulumi:[^:]*::[^:]*::.*\$?([^$:]+::[^:]+)$/\1/' | head -40
+                 op != "" && match($0, /\[urn=[^]]*/) {
+                     n = split(substr($0, RSTART + 5, RLENGTH - 5), p, "::"); k = split(p[n - 1], t, "\\$")
+                     print "  " op "\t" t[k] "  " p[n]; op = "" }' "$WORK/ro-preview.log"
             changed=$(grep -oE '^ +[-+~]+ [0-9]+ to (create|replace|delete)' "$WORK/ro-preview.log" || true)
             [[ -z $changed ]] || { cat "$WORK/ro-preview.log"; fail "the read-only preview plans: $changed"; }
             grep -E '^ +~ [0-9]+ to update' "$WORK/ro-preview.log" | sed -E 's/^ +/  /' || true
