@@ -40,7 +40,7 @@ def main() -> None:
         lab = load_lab(gpu_lab_sections(config))
         # A preview may go without the helper key and the switch passwords (it runs no Command);
         # `up` may not (components/secrets.py, preview_stand_ins).
-        secrets = preview_stand_ins(load_secrets(), pulumi.runtime.is_dry_run())
+        secrets = preview_stand_ins(load_secrets(), pulumi.runtime.is_dry_run(), [s.name for s in lab.switches])
         check_required_secrets(lab.required_secrets(), secrets)
         check_secret_formats(lab.secret_format_rules())
         vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets) if lab.vsphere is not None else None

@@ -113,7 +113,7 @@ READER_ARGS=()
 [[ $READ_ONLY = 1 ]] && READER_ARGS=(-readonly-username "$SIM_READER" -readonly-password "$SIM_READER_PASSWORD")
 # shellcheck disable=SC2086  # SIM_VCSIM_ARGS is a list of flags
 start_vcsim "$SIM_USER" "$SIM_PASSWORD" "${READER_ARGS[@]}" ${SIM_VCSIM_ARGS:-}
-pass "lab-vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}${READER_ARGS[*]:+ with the Read-only user $SIM_READER}"
+pass "lab-vcsim on 127.0.0.1:$SIM_PORT${SIM_VCSIM_ARGS:+ $SIM_VCSIM_ARGS}${READER_ARGS[*]:+ with the Read-only user $SIM_READER}"
 
 # ---------------------------------------------------------------- project copy + stack
 PROJ=$WORK/proj
