@@ -26,6 +26,7 @@ from components.secrets import (
     check_secret_formats,
     check_secrets_are_secret,
     load_secrets,
+    preview_stand_ins,
 )
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.dynamic import pyvmomi_provider
@@ -38,7 +39,9 @@ def main() -> None:
         config = program_config()
         check_secrets_are_secret(config, pulumi.runtime.is_config_secret)
         lab = load_lab(gpu_lab_sections(config))
-        secrets = load_secrets()
+        # A preview may go without the helper key and the switch passwords (it runs no Command);
+        # `up` may not (components/secrets.py, preview_stand_ins).
+        secrets = preview_stand_ins(load_secrets(), pulumi.runtime.is_dry_run(), [s.name for s in lab.switches])
         check_required_secrets(lab.required_secrets(), secrets)
         check_secret_formats(lab.secret_format_rules())
         vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets) if lab.vsphere is not None else None

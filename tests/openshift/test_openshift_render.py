@@ -454,6 +454,27 @@ def test_ignition_script_runs_the_installer_and_returns_what_the_cluster_needs_l
     assert "mastersSchedulable: false" in (tmp_path / "scheduler-seen").read_text()
 
 
+def test_ignition_script_keeps_the_install_dir_and_its_credentials_private(tmp_path):
+    # The runner keeps build/<stack>/openshift-install after the job: the kubeconfig, the kubeadmin
+    # password and the installer's state in it must not be readable by the runner's other users,
+    # even when the caller's umask is 022, the dir does not exist yet, and the installer picks
+    # world-readable modes for a file of its own.
+    (tmp_path / "bin").mkdir()
+    installer = executable(tmp_path / "bin" / "openshift-install",
+                           FAKE_INSTALLER + 'echo log > "$dir/.openshift_install.log"; chmod 644 "$dir/.openshift_install.log"\n')
+    install_dir = tmp_path / "build" / "lab" / "openshift-install"
+    script = render_ignition_script(str(install_dir), str(installer))
+    result = subprocess.run(["sh", "-c", f"umask 022; {script}"], input=render_install_config(guide(), PULL, SSH),
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(install_dir.stat().st_mode) == 0o700
+    found = {p.relative_to(install_dir).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in install_dir.rglob("*")}
+    assert {"auth/kubeconfig", "auth/kubeadmin-password", ".openshift_install_state.json",
+            ".openshift_install.log", "manifests"} <= set(found)
+    assert {path: mode for path, mode in found.items() if mode & 0o077} == {}
+    assert stat.S_IMODE(install_dir.parent.stat().st_mode) & 0o077 == 0  # the parents it made, too
+
+
 def test_ignition_script_keeps_a_compact_control_plane_schedulable(tmp_path):
     result, _ = run_ignition_script(tmp_path, schedulable=True)
     assert result.returncode == 0, result.stderr
