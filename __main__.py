@@ -16,7 +16,7 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
-from components.identity import LabIdentity, guard_provider, identity_of
+from components.identity import LabIdentity, guard_deployed, guard_provider, identity_of
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
 from components.secrets import (
@@ -46,8 +46,11 @@ def main() -> None:
         raise pulumi.RunError(str(err)) from None
     plan = lab.plan  # the facts the sections share, derived once
 
-    # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take.
-    LabIdentity("lab-identity", identity_of(lab), pulumi.ResourceOptions(provider=guard_provider()))
+    # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take;
+    # guard_deployed refuses it too before anything registers, where --target or --replace skip the check.
+    identity = identity_of(lab)
+    guard_deployed("lab-identity", identity)
+    LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
 
     openshift = None
     if plan.cluster is not None:

@@ -7,7 +7,7 @@ rules: anti-affinity rules that spread them over the worker hosts, or, where `wo
 places each worker, a should-run-on rule per worker host.
 
 A running VM is never touched by what only its first boot reads (template, customization,
-ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS.
+ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS in provider_facts.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from components.secrets import LabSecrets
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
+from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
 from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
@@ -84,24 +85,6 @@ class LabVmsArgs:
     """How long a node's drain may take before its roll stops (gpu-lab:openshift.drainTimeoutS)."""
 
 
-# What only a VM's first boot reads. After create, changing them would do harm and no good on a
-# running VM: pulumi-vsphere replaces a VM on any change under `clone` (template, customization;
-# terraform-provider-vsphere, resource_vsphere_virtual_machine.go, resourceVSphereVirtualMachineCustomizeDiff:
-# every changed key under clone.0 is ForceNew) and reboots it on a changed `extra_config` (its
-# expandExtraConfig: extra_config_reboot_required defaults to true, force_power_off too), while the
-# guest reads ignition, cloud-init and kernel arguments only at first boot. So they reach new VMs
-# only; `pulumi up --replace <urn>` rolls them to an old one (docs/day2.md).
-FIRST_BOOT_INPUTS = [
-    "clone",  # template and customization: a change would replace the VM
-    "extraConfig",  # ignition, cloud-init, static network kernel arguments: read at first boot, a change reboots
-    # the template's guest OS, firmware and SCSI type follow the template; guest_id and firmware changes
-    # reboot (getWithRestart in virtual_machine_config_structure.go), and a template change must not
-    "guestId",
-    "firmware",
-    "scsiType",
-]
-
-
 # What powers a running cluster node's VM off to change it, and which the node's NodeRoll applies
 # instead, one node at a time and drained (components/vsphere/roll.py): pulumi-vsphere would power
 # every VM of a group off at the same moment. terraform-provider-vsphere, virtual_machine_config_structure.go:
@@ -116,6 +99,11 @@ ROLLED_VM_INPUTS = [
     "memoryReservationLockedToMax",
     "hardwareVersion",
 ]
+CONSTANT_REBOOT_INPUTS = ("enableDiskUuid",)
+"""Inputs on the provider's reboot list (VM_REBOOT_KEYS) that every VM sets to one value of gpu-lab's:
+a release that changes one must roll it too (tests/vsphere/test_vsphere_program.py checks that every
+reboot-list input a VM sets is a first-boot input, rolled, or here)."""
+REBOOT_LIST = VM_REBOOT_KEYS
 CLUSTER_ROLES = ("control-plane", "worker")
 """The VMs that are cluster nodes, and so roll; the bootstrap VM is short-lived and keeps the provider's way."""
 

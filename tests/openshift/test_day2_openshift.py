@@ -1,7 +1,7 @@
 """docs/day2.md, the OpenShift rows: each change planned before and after under mocks, and what the
 engine would do to a running lab, as tools.diff tells it from the providers' rules (pulumi-command:
 only `triggers` replaces, an update runs `update` else `create`; pulumi-vsphere's ForceNew inputs
-and reboot list; our own dynamic providers' diff and check), each cited in tools/diff.py.
+and reboot list; our own dynamic providers' diff and check), each cited in tools/diff/rules.py.
 
 `steps(base, new)` is {name: (op, effects)} of every resource that is not left as it is.
 """

@@ -1,7 +1,7 @@
 """tools.diff: the engine's and the providers' rules, each on a small before/after pair, then the
 program run twice under mocks (tools.mockrun.run_program) and the `make diff` command line.
 
-Each rule's test names the source the rule encodes (repository, file, function); tools/diff.py
+Each rule's test names the source the rule encodes (repository, file, function); tools/diff/
 cites the same.
 """
 

@@ -4,7 +4,7 @@ engine would do to a running lab.
 What the engine would do comes from tools.diff (`make diff`'s engine): the resource's recorded
 inputs after `ignore_changes`, then the provider's rule for the difference: terraform-provider-vsphere's
 for pulumi-vsphere (the upstream pulumi-vsphere v4.17.0 pins, commit 6e5d67e), our own provider's
-`diff` for the pyvmomi resources, each cited in tools/diff.py.
+`diff` for the pyvmomi resources, each cited in tools/diff/rules.py.
 """
 
 from __future__ import annotations
