@@ -64,6 +64,7 @@ from components.vsphere.dynamic import (
     _known,
     _Node,
 )
+from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS  # noqa: F401 - the bounds check() applies
 
 KIND = "vsphere-vm-roll"
 ROLLED = ("cpus", "memoryMb", "memoryReservationMb", "hardwareVersion", "vgpuProfile")
@@ -74,12 +75,6 @@ NODE_KEYS = ("vmName", "role", "kubeconfig", "oc", "nodeName", "drainTimeoutS")
 STEPS = ("health before", "cordon", "drain", "power-off", "reconfigure", "power-on", "Ready", "health after",
          "uncordon")
 """The steps of one node's roll, as the error names them."""
-
-# vSphere 8.0 configuration maximums (VMware/Broadcom, "Configuration Maximums", vSphere 8.0, Virtual
-# Machine Maximums: virtual CPUs per virtual machine 768, RAM per virtual machine 24 TB;
-# https://configmax.broadcom.com/guest?vmwareproduct=vSphere&release=vSphere%208.0&categories=1-0).
-MAX_VCPUS = 768
-MAX_MEMORY_GB = 24 * 1024
 
 DEFAULT_DRAIN_TIMEOUT_S = 900
 REBOOT_TIMEOUT_S = 900
