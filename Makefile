@@ -36,7 +36,7 @@ plan: setup ## offline plan under mocks: resource tree, plan.json, policy verdic
 
 BASE ?= HEAD
 FAIL_ON ?=
-diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=replace,reboot,rerun,delete exits 1
+diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=rerun,reboot,migrate,network,replace,delete,refused exits 1 (a refused step always does)
 	$(PYTHON) -m tools.diff --stack $(STACK) --base "$(BASE)" --fail-on "$(FAIL_ON)" --out $(OUT)
 
 baseline: setup ## re-record the upgrade gate's baselines (release/baselines/<stack>.json) of the shipped stacks: at a release

@@ -85,8 +85,8 @@ def test_bad_input_exits_2_with_a_message(tmp_path):
     done = diff_cli("--base", "no-such-ref-anywhere", "--out", str(tmp_path))
     assert done.returncode == 2 and "BASE: 'no-such-ref-anywhere' is not a commit" in done.stderr
     done = diff_cli("--fail-on", "rerun,explode", "--out", str(tmp_path))
-    assert done.returncode == 2 and "FAIL_ON: unknown effect 'explode'; allowed: rerun, reboot, replace, delete" \
-        in done.stderr
+    assert done.returncode == 2 and "FAIL_ON: unknown effect 'explode'; allowed: rerun, reboot, migrate, network, " \
+        "replace, delete, refused" in done.stderr
     broken = builders.with_value(builders.lab_stack(), "gpu-lab:switches.0.roce.mtu", "jumbo")
     path = builders.write_stack_file(tmp_path, broken)
     done = diff_cli("--stack", "test", "--stack-file", str(path), "--out", str(tmp_path))
@@ -110,3 +110,25 @@ def test_a_stack_missing_at_base_is_all_creates_and_fail_on_sees_the_effects(tmp
     done = diff_cli("--stack", "test", "--stack-file", str(path), "--out", str(out), "--fail-on", "replace,delete")
     assert done.returncode == 0
 
+
+
+def test_a_protected_delete_exits_1_as_the_real_preview_fails(tmp_path):
+    """The lab stack protects its control plane: a typo in a control-plane name deletes vms-sckubm03,
+    which the engine refuses (`pulumi preview` exits 1); so does make diff, whatever FAIL_ON says."""
+    import yaml
+
+    stack = yaml.safe_load((REPO / "Pulumi.lab.yaml").read_text())
+    stack["config"]["gpu-lab:vsphere"]["controlPlane"]["names"] = ["sckubm01", "sckubm02", "sckubm3"]
+    path = tmp_path / "Pulumi.lab.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    out = tmp_path / "out"
+    done = diff_cli("--stack", "lab", "--stack-file", str(path), "--out", str(out))
+    assert done.returncode == 1, done.stderr
+    assert "REFUSED: the engine would refuse 1 step(s): delete vms-sckubm03 (protected" in done.stderr
+    assert "delete   vms-sckubm03" in done.stdout and "effects: delete, refused" in done.stdout
+    document = json.loads((out / "diff.json").read_text())
+    (entry,) = [c for c in document["changes"] if c["name"] == "vms-sckubm03"]
+    assert entry["effects"] == ["delete", "refused"]
+    assert [r["name"] for r in document["refused"]] == ["vms-sckubm03"]
+    done = diff_cli("--stack", "lab", "--stack-file", str(path), "--out", str(out), "--fail-on", "refused")
+    assert done.returncode == 1 and "FAIL_ON: refused would happen" in done.stderr

@@ -341,3 +341,69 @@ def test_add_a_worker_to_a_group_that_has_a_rule(plan):
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*six, "w07"]))
     assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-vgpu": "create", "vms-w07-roll": "create",
                                        "vms-workers-spread-2": "update virtualMachineIds"}
+
+
+# ---------------------------------------------------------------- what a running lab feels: migrate, network
+
+
+def lab_effects(base: Planned, new: Planned) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """name -> (op, keys, effects) of every vSphere step (make diff's diff.json entries)."""
+    return {c["name"]: (c["op"], ",".join(c["keys"]), tuple(c["effects"]))
+            for c in changes(base.run, new.run) if c["type"].startswith("vsphere:")}
+
+
+def test_change_the_datastore_migrates_every_vm_at_once(plan):
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.datastore", "vsanDatastore2"))
+    # resourceVSphereVirtualMachineUpdateLocation (resource_vsphere_virtual_machine.go): a storage vMotion
+    # of each VM, all in the same `up`, vGPU workers and every etcd member included; no reboot.
+    vms = {name for name, t in base.types.items() if t == VM}
+    assert lab_effects(base, new) == {name: ("update", "datastoreId", ("migrate",)) for name in vms}
+    assert len(vms) == 1 + len(builders.CONTROL_PLANE) + len(builders.WORKERS)
+
+
+def test_swap_the_roce_uplink_of_every_host_is_network(plan):
+    config = builders.lab_stack()
+    for host in config["gpu-lab:vsphere"]["workerHosts"]:
+        host["rdmaUplinks"] = ["vmnic5"]
+    base, new = plan(builders.lab_stack()), plan(config)
+    # the vDS member hosts' uplink pNICs (distributed_virtual_switch_structure.go): every host's uplink
+    # is swapped in one update, and the management port group rides the same uplinks
+    assert lab_effects(base, new) == {"roce-vds": ("update", "hosts", ("network",))}
+
+
+def test_leaving_out_the_networks_block_is_network(plan):
+    config = builders.lab_stack()
+    del config["gpu-lab:vsphere"]["networks"]
+    base, new = plan(builders.lab_stack()), plan(config)
+    # the defaults put the management port group on VLAN 0: every worker's management NIC leaves VLAN 7
+    assert new.inputs["roce-management-pg"]["vlanId"] == 0 and base.inputs["roce-management-pg"]["vlanId"] == 7
+    assert lab_effects(base, new)["roce-management-pg"] == ("update", "vlanId", ("network",))
+
+
+def test_rename_the_cluster_in_the_placed_form_replaces_drs_and_migrates_the_workers(plan):
+    base = plan(placed_lab())
+    new = plan(builders.with_value(placed_lab(), "gpu-lab:vsphere.cluster", "other-cluster"))
+    found = lab_effects(base, new)
+    # compute_cluster_id is ForceNew on the DRS VM group, host group and VM-host rule
+    # (resource_vsphere_compute_cluster_{vm_group,host_group,vm_host_rule}.go): each is replaced
+    for host in builders.WORKER_HOSTS:
+        for what in ("workers", "host", "placement"):
+            op, keys, effects = found.pop(f"vms-{host}-{what}")
+            assert op == "replace" and "computeClusterId" in keys.split(",") and effects == ("replace",)
+    # the workers leave for the other cluster's resource pool: a compute vMotion each
+    assert found == {f"vms-{w}": ("update", "resourcePoolId", ("migrate",)) for w in builders.WORKERS}
+
+
+def test_vm_sizing_stops_the_up_workflow_unless_allowed(plan, tmp_path):
+    from tools import up_gate
+
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.controlPlane.sizing",
+                                   {"cpus": 8, "memoryGb": 16, "diskGb": 50}))
+    verdict = up_gate.from_diff({"changes": changes(base.run, new.run)})
+    assert verdict == [(f"{VM} vms-{m} (update of numCpus)", ["reboot"]) for m in builders.CONTROL_PLANE]
+    path = tmp_path / "diff.json"
+    path.write_text(__import__("json").dumps({"changes": changes(base.run, new.run)}))
+    assert up_gate.main(["diff", str(path)]) == 1
+    assert up_gate.main(["diff", str(path), "--allow", "reboot"]) == 0

@@ -28,31 +28,59 @@ input (an invalid stack, an unknown BASE or FAIL_ON word, an edit the identity g
 The package: `recording` (a registration in comparable form), `paths` (URNs, property paths, the
 engine's ignore_changes reset), `rules` (the providers' rules), `engine` (step generation), `cli`
 (the command line, `python -m tools.diff`).
+
+The names below are loaded on first use: tools/plan_tree.py imports `tools.diff.recording` into a
+process whose `components` package is the base commit's, where the rules' provider facts
+(components/vsphere/provider_facts.py) may not exist yet.
 """
 
-from tools.diff.cli import BadInput, base_snapshot, main, parse_fail_on, resolve_base, table
-from tools.diff.engine import Engine, Step, alias_urns, changes, document, refusals, steps_between
-from tools.diff.paths import (
-    DYNAMIC_TYPE,
-    EFFECTS,
-    OPS,
-    SECRET,
-    UNKNOWN,
-    Path_,
-    changed_paths,
-    contains,
-    create_urn,
-    format_path,
-    parse_path,
-    reset,
-)
-from tools.diff.recording import Planned, _active_cluster, comparable, digest, planned, snapshot
-from tools.diff.rules import RULES, ForceNewRule, ProviderDiff, Rule, rule_for, vm_reboot_reasons
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "cli": ("BadInput", "base_snapshot", "main", "parse_fail_on", "resolve_base", "table"),
+    "engine": ("Engine", "Step", "alias_urns", "changes", "document", "refusals", "steps_between"),
+    "paths": ("DYNAMIC_TYPE", "EFFECTS", "OPS", "SECRET", "UNKNOWN", "Path_", "changed_paths", "contains",
+              "create_urn", "format_path", "parse_path", "reset"),
+    "recording": ("Planned", "_active_cluster", "comparable", "digest", "planned", "snapshot"),
+    "rules": ("RULES", "ForceNewRule", "ProviderDiff", "Rule", "explicit_rule", "rule_for", "vm_reboot_reasons"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = [
-    "DYNAMIC_TYPE", "EFFECTS", "OPS", "RULES", "SECRET", "UNKNOWN", "BadInput", "Engine", "ForceNewRule", "Path_",
-    "Planned", "ProviderDiff", "Rule", "Step", "_active_cluster", "alias_urns", "base_snapshot", "changed_paths",
-    "changes", "comparable", "contains", "create_urn", "digest", "document", "format_path", "main",
+    "BadInput", "DYNAMIC_TYPE", "EFFECTS", "Engine", "ForceNewRule", "OPS", "Path_", "Planned", "ProviderDiff",
+    "RULES", "Rule", "SECRET", "Step", "UNKNOWN", "_active_cluster", "alias_urns", "base_snapshot", "changed_paths",
+    "changes", "comparable", "contains", "create_urn", "digest", "document", "explicit_rule", "format_path", "main",
     "parse_fail_on", "parse_path", "planned", "refusals", "reset", "resolve_base", "rule_for", "snapshot",
     "steps_between", "table", "vm_reboot_reasons",
 ]
+
+if TYPE_CHECKING:
+    from tools.diff.cli import BadInput, base_snapshot, main, parse_fail_on, resolve_base, table
+    from tools.diff.engine import Engine, Step, alias_urns, changes, document, refusals, steps_between
+    from tools.diff.paths import (
+        DYNAMIC_TYPE,
+        EFFECTS,
+        OPS,
+        SECRET,
+        UNKNOWN,
+        Path_,
+        changed_paths,
+        contains,
+        create_urn,
+        format_path,
+        parse_path,
+        reset,
+    )
+    from tools.diff.recording import Planned, _active_cluster, comparable, digest, planned, snapshot
+    from tools.diff.rules import RULES, ForceNewRule, ProviderDiff, Rule, explicit_rule, rule_for, vm_reboot_reasons
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tools.diff' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tools.diff.{module}"), name)
+    globals()[name] = value
+    return value
