@@ -359,7 +359,7 @@ def get_roll_settings(vm: Any) -> dict[str, Any]:
 def reconfigure_for_roll(vm: Any, settings: dict[str, Any]) -> None:
     """Apply the roll's settings to a powered-off VM in one ReconfigVM_Task, then upgrade its hardware
     version when asked (UpgradeVM_Task also needs it off; a version is never downgraded)."""
-    spec = vim.vm.ConfigSpec()
+    spec: Any = vim.vm.ConfigSpec()
     changed = False
     if settings.get("cpus") is not None:
         spec.numCPUs, changed = int(settings["cpus"]), True

@@ -435,14 +435,14 @@ class _RollNode(_Node):
             items = json.loads(listed.stdout).get("items", [])
         except ValueError:
             return "ClusterOperators: oc did not answer JSON"
-        seen = {}
+        seen: dict[str, dict[str, str]] = {}
         for item in items:
             conditions = {c.get("type"): c.get("status") for c in item.get("status", {}).get("conditions", [])}
             seen[item.get("metadata", {}).get("name")] = conditions
         for operator in HEALTH_OPERATORS:
-            conditions = seen.get(operator)
-            if conditions is None:
+            if operator not in seen:
                 return f"ClusterOperator {operator} not found"
+            conditions = seen[operator]
             if conditions.get("Available") != "True" or conditions.get("Degraded") != "False":
                 return (f"ClusterOperator {operator} Available={conditions.get('Available')} "
                         f"Degraded={conditions.get('Degraded')}")
