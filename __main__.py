@@ -16,7 +16,8 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
-from components.identity import LabIdentity, guard_deployed, guard_provider, identity_of
+from components.identity import OUTPUT as IDENTITY_OUTPUT
+from components.identity import LabIdentity, guard_deployed, guard_provider, identity_digest, identity_of
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
 from components.secrets import (
@@ -51,6 +52,7 @@ def main() -> None:
     identity = identity_of(lab)
     guard_deployed("lab-identity", identity)
     LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
+    pulumi.export(IDENTITY_OUTPUT, identity_digest(identity))
 
     openshift = None
     if plan.cluster is not None:

@@ -39,6 +39,8 @@ this one no longer reads). The guard runs twice:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +55,13 @@ KIND = "lab-identity"
 IDENTITY_KEYS = ("kind", "cluster", "vsphere", "bareMetal", "helper", "switches")
 READ_STATE = "pulumi:pulumi:readStackResourceOutputs"
 """The engine's builtin invoke that returns every resource's outputs of a stack's last deployment."""
+READ_OUTPUTS = "pulumi:pulumi:readStackOutputs"
+"""The builtin invoke behind StackReference: the stack outputs of the last deployment, {} when there is
+none. Asked first: READ_STATE dereferences the last deployment without checking that there is one
+(pulumi/pulumi pkg/backend/backend.go, GetStackResourceOutputs), which a stack never deployed lacks."""
+OUTPUT = "labIdentity"
+"""The stack output every deployment of this program has (a digest of the identity), so READ_OUTPUTS
+tells a deployed stack from a new one."""
 DYNAMIC_PACKAGE = "pulumi-python"
 REBUILD = "rebuild the lab on purpose instead (docs/day2.md, \"Take a lab down\")"
 ETCD_REPLACEMENT = (
@@ -337,16 +346,23 @@ def guard_deployed(name: str, identity: Mapping[str, Any]) -> None:
                               + "\n".join(f"  - {problem}" for problem in problems))
 
 
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    """The stack output OUTPUT: which identity the deployment recorded, in short."""
+    text = json.dumps(_plain({"kind": KIND, **identity}), sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
 def _deployed_identity(name: str) -> tuple[dict[str, Any] | None, str]:
     organization = pulumi.get_organization() or "organization"
     stack = f"{organization}/{pulumi.get_project()}/{pulumi.get_stack()}"
     try:
+        outputs = (pulumi.runtime.invoke(READ_OUTPUTS, {"name": stack}).value or {}).get("outputs") or {}
+        if not outputs:
+            return None, ""  # never deployed (or by a gpu-lab that exported nothing: the preview's check only)
         result = pulumi.runtime.invoke(READ_STATE, {"stackName": stack}).value or {}
     except Exception as err:  # noqa: BLE001 - any failure to read: warned, never a silent pass
-        return None, f"{READ_STATE} of {stack}: {err}"
+        return None, f"reading the state of {stack}: {err}"
     resources = result.get("outputs") or {}
-    if not resources:
-        return None, ""  # nothing deployed yet
     for urn, entry in resources.items():
         if urn.endswith(f"::{name}") and (entry or {}).get("type") == f"{DYNAMIC_PACKAGE}:dynamic:Resource":
             outputs = _plain((entry or {}).get("outputs") or {})

@@ -188,6 +188,8 @@ class LabMocks(pulumi.runtime.Mocks):
         token, a = args.token, args.args
         if token == "pulumi:pulumi:readStackResourceOutputs":
             return {"name": a.get("stackName"), "outputs": dict(self.deployed)}
+        if token == "pulumi:pulumi:readStackOutputs":  # a deployed stack has outputs (components/identity.py)
+            return {"name": a.get("name"), "outputs": {"labIdentity": "deployed"} if self.deployed else {}}
         if token == "vsphere:index/getDatacenter:getDatacenter":
             return {"id": f"datacenter-{a.get('name')}", "name": a.get("name")}
         if token == "vsphere:index/getHost:getHost":

@@ -257,10 +257,10 @@ def test_dynamic_resources_are_diffed_by_their_own_provider():
     from components.vsphere.roll import NodeRollProvider
 
     roll = NodeRollProvider()
-    before = dynamic("roll", roll, vmId="vm-1", vmName="w01", cpus=4, memoryMb=1024, vgpuProfile="grid_v100-8c")
+    base = {"vmId": "vm-1", "vmName": "w01", "cpus": 4, "memoryMb": 1024, "vgpuProfile": "grid_v100-8c"}
+    before = dynamic("roll", roll, **base)
     for key, value in (("cpus", 8), ("memoryMb", 2048), ("vgpuProfile", "grid_v100-16c"), ("hardwareVersion", 20)):
-        after = dynamic("roll", roll, vmId="vm-1", vmName="w01", cpus=4, memoryMb=1024, vgpuProfile="grid_v100-8c",
-                        **{key: value})
+        after = dynamic("roll", roll, **{**base, key: value})
         assert op_effects(before, after) == ("update", ["reboot"]), key
     # its connection or drain timeout: an update, no reboot; another VM: replaced, no reboot (a new roll)
     assert op_effects(before, dynamic("roll", roll, vmId="vm-1", vmName="w01", cpus=4, memoryMb=1024,
@@ -319,8 +319,9 @@ def test_protect_refuses_a_replace_and_a_delete():
     steps = steps_between([old], [res("c", inputs={**CMD, "triggers": ["b"]})])
     assert [(s.op, s.refused) for s in steps] == [("replace", "")]
     document = diff.document(steps_between([old], []), "0" * 40, STACK)
+    # the refusal is an effect too (diff.json's changes carry it, the up gate stops on it)
     assert document["changes"] == [{"type": "command:remote:Command", "name": "c", "op": "delete", "keys": [],
-                                    "effects": ["delete"]}]
+                                    "effects": ["delete", "refused"]}]
     assert document["refused"][0]["op"] == "delete"
 
 
