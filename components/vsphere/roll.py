@@ -107,6 +107,10 @@ def _plain(props: dict[str, Any]) -> dict[str, Any]:
     return {k: unwrap_secret(v) for k, v in props.items() if k != "__provider"}
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
+
+
 def wanted_settings(props: dict[str, Any]) -> dict[str, Any]:
     """What the stack asks of the VM; None means "leave as it is" (no reservation asked, the template's
     hardware version)."""
@@ -160,9 +164,10 @@ class NodeRollProvider(ResourceProvider):
         failures = []
         plain = _plain(news)
         cpus, memory = plain.get("cpus"), plain.get("memoryMb")
-        if _known(cpus) and not (isinstance(cpus, int) and 0 < cpus <= MAX_VCPUS):
+        # Numbers reach a dynamic provider as floats (a protobuf Struct holds doubles): 4 arrives as 4.0.
+        if _known(cpus) and not (_whole(cpus) and 0 < cpus <= MAX_VCPUS):
             failures.append(CheckFailure("cpus", f"cpus {cpus!r}: vSphere 8 allows 1 to {MAX_VCPUS} vCPUs per VM"))
-        if _known(memory) and not (isinstance(memory, int) and 0 < memory <= MAX_MEMORY_GB * 1024):
+        if _known(memory) and not (_whole(memory) and 0 < memory <= MAX_MEMORY_GB * 1024):
             failures.append(CheckFailure("memoryMb", f"memoryMb {memory!r}: vSphere 8 allows up to "
                                                      f"{MAX_MEMORY_GB * 1024} MB (24 TB) per VM"))
         return CheckResult(news, failures)

@@ -375,3 +375,10 @@ def test_an_update_that_changes_nothing_on_vsphere_powers_nothing(dsi, conn, wor
 def test_sizes_beyond_vsphere_8_are_refused_at_check(conn, key, value, bound):
     failures = r.NodeRollProvider().check({}, {"cpus": 2, "memoryMb": 1024, key: value}).failures
     assert [f.property for f in failures] == [key] and bound in failures[0].reason
+
+
+def test_numbers_as_the_engine_sends_them_pass_the_check():
+    """The engine hands a dynamic provider numbers as doubles (found on the real engine: 4 arrived as 4.0)."""
+    assert r.NodeRollProvider().check({}, {"cpus": 4.0, "memoryMb": 16384.0}).failures == []
+    assert [f.property for f in r.NodeRollProvider().check({}, {"cpus": 4.5, "memoryMb": 16384.0}).failures] == [
+        "cpus"]
