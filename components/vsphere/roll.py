@@ -107,6 +107,11 @@ def _plain(props: dict[str, Any]) -> dict[str, Any]:
     return {k: unwrap_secret(v) for k, v in props.items() if k != "__provider"}
 
 
+def _show(value: Any) -> str:
+    """A setting as the log line shows it: 32768, not the 32768.0 the engine hands over."""
+    return str(int(value)) if _whole(value) else repr(value)
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
 
@@ -242,7 +247,7 @@ class NodeRollProvider(ResourceProvider):
         from components.vsphere import hostops
 
         wanted = wanted_settings(inputs)
-        said = ", ".join(f"{k} {live.get(k)!r} -> {wanted.get(k)!r}" for k in changes)
+        said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
         pulumi.log.info(f"node {name}: rolling ({said})")
         control_plane = inputs.get("role") == "control-plane"
         was_on = vm.powered_on()
