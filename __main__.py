@@ -31,6 +31,7 @@ from components.secrets import (
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.dynamic import pyvmomi_provider
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
+from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
 
 
@@ -76,6 +77,7 @@ def main() -> None:
             protect=lab.lifecycle.protect,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             oc=lab.openshift.oc if lab.openshift else "oc",
+            drain_timeout_s=lab.openshift.drain_timeout_s if lab.openshift else DEFAULT_DRAIN_TIMEOUT_S,
         ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("hostsPendingReboot", fabric.pending_reboot)

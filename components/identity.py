@@ -49,7 +49,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from pydantic import ValidationError
 
 from components.config import LabConfig
-from components.vsphere.config import VsphereConfig, node_moves, render_keeping_edit
+from components.vsphere.config import VsphereConfig, node_moves, planned_vms, render_keeping_edit
 
 KIND = "lab-identity"
 IDENTITY_KEYS = ("kind", "cluster", "vsphere", "bareMetal", "helper", "switches")
@@ -64,6 +64,13 @@ OUTPUT = "labIdentity"
 tells a deployed stack from a new one."""
 DYNAMIC_PACKAGE = "pulumi-python"
 REBUILD = "rebuild the lab on purpose instead (docs/day2.md, \"Take a lab down\")"
+ETCD_REPLACEMENT = (
+    "a control-plane machine is an etcd member: replace it by the etcd member replacement procedure (Red Hat, "
+    "OpenShift Container Platform, \"Replacing an unhealthy etcd member\", https://docs.openshift.com/"
+    "container-platform/4.16/backup_and_restore/control_plane_backup_and_restore/"
+    "replacing-unhealthy-etcd-member.html), not by editing vsphere.controlPlane.names")
+TWO_STEPS = ("remove the old node in one `pulumi up` (it is drained and its VM deleted), then add the new one in "
+             "the next, or give the new node addresses (and a host) no removed node holds")
 
 # The cluster's identity: a change of any of these is a new cluster.
 CLUSTER_KEYS = {
@@ -187,7 +194,7 @@ def _vsphere_problems(old: Mapping[str, Any] | None, new: Mapping[str, Any] | No
         return []
     after = VsphereConfig.model_validate(new)
     moves = node_moves(before, after)
-    problems = []
+    problems = _replacement_problems(before, after)
     positional = [m for m in moves if any(c.positional for c in m.changes)]
     if positional:
         problems.append(
@@ -202,6 +209,50 @@ def _vsphere_problems(old: Mapping[str, Any] | None, new: Mapping[str, Any] | No
                 problems.append(f"{change.key}: {move.name}: {change.attribute} {change.before} -> {change.after}: a "
                                 "running node keeps its addresses; set it back, or remove the node in one `pulumi up` "
                                 "(it is drained) and add it with its new address in the next")
+    return problems
+
+
+def _replacement_problems(before: VsphereConfig, after: VsphereConfig) -> list[str]:
+    """Removals and additions in one `up` that a running lab cannot take: a control-plane node leaving
+    (a rename too), a new node taking what a removed one still holds (the engine creates the new VM
+    before it deletes the old one, so both run at once with the same address, or want the same
+    host's GPU share), and a new worker beside a vGPU profile change (its create would race the
+    roll for the host's GPU share)."""
+    old = {vm.name: vm for vm in planned_vms(before, with_bootstrap=False)}
+    new = {vm.name: vm for vm in planned_vms(after, with_bootstrap=False)}
+    removed = [vm for name, vm in old.items() if name not in new]
+    added = [vm for name, vm in new.items() if name not in old]
+    problems = []
+    gone_cp = [vm.name for vm in removed if vm.role == "control-plane"]
+    if gone_cp:
+        came = [vm.name for vm in added if vm.role == "control-plane"]
+        what = (f"renames control-plane node(s) {', '.join(gone_cp)} to {', '.join(came)}" if came
+                else f"removes control-plane node(s) {', '.join(gone_cp)}")
+        problems.append(f"vsphere.controlPlane.names: the edit {what}; {ETCD_REPLACEMENT}")
+    for new_vm in added:
+        for old_vm in removed:
+            if old_vm.role == "control-plane":
+                continue
+            shared = [f"{label} {mine}" for label, mine, theirs in (
+                ("management address", new_vm.management_address, old_vm.management_address),
+                ("RDMA address", new_vm.rdma_address, old_vm.rdma_address),
+                ("MAC", new_vm.mac, old_vm.mac)) if mine is not None and mine == theirs]
+            if new_vm.vgpu_profile and old_vm.vgpu_profile and new_vm.host == old_vm.host:
+                shared.append(f"the GPU share of host {new_vm.host}")
+            if shared:
+                problems.append(
+                    f"vsphere.{'workers' if new_vm.role == 'worker' else 'controlPlane'}.names: new node "
+                    f"{new_vm.name} would take {', '.join(shared)} that node {old_vm.name}, removed in the same "
+                    f"`pulumi up`, still holds (the new VM is created before the old one is deleted); "
+                    + TWO_STEPS)
+    if before.workers.vgpu_profile != after.workers.vgpu_profile:
+        new_workers = [vm.name for vm in added if vm.role == "worker"]
+        if new_workers:
+            problems.append(
+                f"vsphere.workers.vgpuProfile: {before.workers.vgpu_profile} -> {after.workers.vgpu_profile} in the "
+                f"same `pulumi up` as new worker(s) {', '.join(new_workers)}: a new worker's create would race the "
+                "roll of the running workers for their hosts' GPU share; change the profile in one `pulumi up` "
+                "and add the workers in the next")
     return problems
 
 

@@ -323,7 +323,7 @@ class ClusterNodes(pulumi.ComponentResource):
                 f"{name}-{node.name}",
                 # Only this node's CSRs: adding a node approves nothing for any other.
                 create=render_csr_script(p, oc.oc, [node.name]) if oc.approve_csrs else None,
-                delete=render_remove_node_script(p, oc.oc, node.name),
+                delete=render_remove_node_script(p, oc.oc, node.name, oc.drain_timeout_s),
                 stdin=kubeconfig,
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=[*install.helper_steps, *([machine] if machine is not None else [])]),

@@ -26,7 +26,8 @@ from components.secrets import LabSecrets
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
-from components.vsphere.provider_facts import FIRST_BOOT_INPUTS
+from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
+from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
@@ -80,6 +81,31 @@ class LabVmsArgs:
     """Secret: the cluster's admin kubeconfig; with it a vGPU profile change drains each node first."""
     oc: str = "oc"
     """The oc binary that drains and uncordons the nodes (gpu-lab:openshift.oc)."""
+    drain_timeout_s: int = DEFAULT_DRAIN_TIMEOUT_S
+    """How long a node's drain may take before its roll stops (gpu-lab:openshift.drainTimeoutS)."""
+
+
+# What powers a running cluster node's VM off to change it, and which the node's NodeRoll applies
+# instead, one node at a time and drained (components/vsphere/roll.py): pulumi-vsphere would power
+# every VM of a group off at the same moment. terraform-provider-vsphere, virtual_machine_config_structure.go:
+# expandCPUCountConfig and expandMemorySizeConfig set reboot_required for more vCPUs or memory without hot
+# add (and for less), and the resource's Update upgrades the hardware version on a powered-off VM; the
+# memory reservation follows the memory on a vGPU VM. Under ignore_changes the provider keeps the value it
+# has in its state: adding them to a running lab changes nothing (no input of the VM changes).
+ROLLED_VM_INPUTS = [
+    "numCpus",
+    "memory",
+    "memoryReservation",
+    "memoryReservationLockedToMax",
+    "hardwareVersion",
+]
+CONSTANT_REBOOT_INPUTS = ("enableDiskUuid",)
+"""Inputs on the provider's reboot list (VM_REBOOT_KEYS) that every VM sets to one value of gpu-lab's:
+a release that changes one must roll it too (tests/vsphere/test_vsphere_program.py checks that every
+reboot-list input a VM sets is a first-boot input, rolled, or here)."""
+REBOOT_LIST = VM_REBOOT_KEYS
+CLUSTER_ROLES = ("control-plane", "worker")
+"""The VMs that are cluster nodes, and so roll; the bootstrap VM is short-lived and keeps the provider's way."""
 
 
 def spread_groups(worker_names: Sequence[str], host_count: int) -> list[list[str]]:
@@ -126,6 +152,8 @@ class LabVms(pulumi.ComponentResource):
         host_ids = args.fabric.host_ids  # the fabric's lookups: the same worker hosts, in the same datacenter
 
         self.machines = {}
+        self.rolls: dict[str, NodeRoll] = {}
+        previous_roll: NodeRoll | None = None
         summary: dict[str, pulumi.Output] = {}
         for vm in args.vms:
             on_management_host = vm.role != "worker"
@@ -175,7 +203,7 @@ class LabVms(pulumi.ComponentResource):
                 wait_for_guest_ip_timeout=0,
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    ignore_changes=FIRST_BOOT_INPUTS,
+                    ignore_changes=FIRST_BOOT_INPUTS + (ROLLED_VM_INPUTS if vm.role in CLUSTER_ROLES else []),
                     # A replacement has the old VM's name, MAC and addresses (and needs its GPU share):
                     # vCenter refuses a second VM of that name in the folder, so the old one goes first.
                     delete_before_replace=True,
@@ -184,10 +212,28 @@ class LabVms(pulumi.ComponentResource):
                 ),
             )
             self.machines[vm.name] = machine
+            vgpu = None
             if vm.vgpu_profile:
-                VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
-                              kubeconfig=args.kubeconfig, oc=args.oc, node_name=vm.name,
-                              opts=pulumi.ResourceOptions(parent=self))
+                # It attaches the vGPU at create and removes it on delete; a profile change is the node's
+                # roll (below), so the profile it holds stays the one it attached. Deleted with its VM: a VM
+                # that goes is not power-cycled first to take its vGPU off.
+                vgpu = VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
+                                     kubeconfig=args.kubeconfig, oc=args.oc, node_name=vm.name,
+                                     opts=pulumi.ResourceOptions(parent=self, ignore_changes=["profile"],
+                                                                 deleted_with=machine))
+            if vm.role in CLUSTER_ROLES:
+                # One node after the other: each roll starts once the previous node's is done, and none
+                # starts after a failed one.
+                roll = NodeRoll(
+                    f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
+                    cpus=vm.cpus, memory_mb=memory_mb,
+                    memory_reservation_mb=memory_mb if vm.vgpu_profile else None,
+                    hardware_version=vs.hardware_version, vgpu_profile=vm.vgpu_profile,
+                    kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s,
+                    opts=pulumi.ResourceOptions(
+                        parent=self, deleted_with=machine,
+                        depends_on=[r for r in (vgpu, previous_roll) if r is not None]))
+                self.rolls[vm.name] = previous_roll = roll
             summary[vm.name] = pulumi.Output.from_input({
                 "role": vm.role,
                 "host": vm.host,

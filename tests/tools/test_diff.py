@@ -248,11 +248,25 @@ def test_dynamic_resources_are_diffed_by_their_own_provider():
     changed = dynamic("opt", option, hostName="h", key="Net.PVRDMAVmknic", value="vmk1")
     changed.inputs["password"] = {diff.SECRET: "q"}
     assert one([before], [changed])["keys"] == ["password"]
-    # hostops.set_vgpu_profile power-cycles a running VM
+    # a profile change is the node's roll, which powers the VM off and on (components/vsphere/roll.py);
+    # the vGPU resource does not compare the profile (it keeps the one it attached)
     vgpu = VgpuProfileProvider()
     old = dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01", profile="grid_v100-8c")
-    assert op_effects(old, dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01", profile="grid_v100-16c")) == (
-        "update", ["reboot"])
+    assert [s for s in steps_between([old], [dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01",
+                                                     profile="grid_v100-16c")]) if s.op in diff.OPS] == []
+    from components.vsphere.roll import NodeRollProvider
+
+    roll = NodeRollProvider()
+    base = {"vmId": "vm-1", "vmName": "w01", "cpus": 4, "memoryMb": 1024, "vgpuProfile": "grid_v100-8c"}
+    before = dynamic("roll", roll, **base)
+    for key, value in (("cpus", 8), ("memoryMb", 2048), ("vgpuProfile", "grid_v100-16c"), ("hardwareVersion", 20)):
+        after = dynamic("roll", roll, **{**base, key: value})
+        assert op_effects(before, after) == ("update", ["reboot"]), key
+    # its connection or drain timeout: an update, no reboot; another VM: replaced, no reboot (a new roll)
+    assert op_effects(before, dynamic("roll", roll, vmId="vm-1", vmName="w01", cpus=4, memoryMb=1024,
+                                      vgpuProfile="grid_v100-8c", drainTimeoutS=60)) == ("update", [])
+    assert op_effects(before, dynamic("roll", roll, vmId="vm-2", vmName="w01", cpus=4, memoryMb=1024,
+                                      vgpuProfile="grid_v100-8c")) == ("replace", ["replace"])
 
 
 def test_a_replaced_vm_makes_its_vgpu_target_unknown_and_so_replaced():

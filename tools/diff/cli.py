@@ -68,7 +68,18 @@ def base_snapshot(commit: str, stack: str) -> list[Planned] | None:
                            capture_output=True)
 
 
-def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool) -> list[str]:
+def roll_line(roll: dict) -> str:
+    """A roll as one line of the table: `rolls 4 workers one at a time: w01, w02, w03, w04`."""
+    roles = set(roll.get("roles") or [])
+    n = len(roll["nodes"])
+    what = {frozenset({"worker"}): "workers" if n > 1 else "worker",
+            frozenset({"control-plane"}): "control-plane nodes" if n > 1 else "control-plane node"}.get(
+        frozenset(roles), "nodes" if n > 1 else "node")
+    return f"rolls {n} {what} one at a time ({roll['effect']}, drained first): {', '.join(roll['nodes'])}"
+
+
+def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool,
+          rolls: list[dict] | None = None) -> list[str]:
     lines = [f"make diff: stack {stack!r}, base {base[:12]} ({ref}) -> working tree"]
     if base_missing:
         lines.append(f"the stack {stack!r} does not exist at {ref}: every resource is a create")
@@ -104,6 +115,7 @@ def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool
     lines.append("\n" + ", ".join(f"{n} to {op}" for op, n in counts.items() if n)
                  + ("; effects: " + ", ".join(f"{e} {n}" for e, n in effects.items() if n) if any(effects.values())
                     else "; no effect on the lab beyond the updates"))
+    lines.extend(roll_line(roll) for roll in rolls or [])
     refused = [s for s in steps if s.refused]
     if refused:
         lines.append(f"{len(refused)} protected resource(s) would stop `pulumi up` (see REFUSED)")
@@ -145,9 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"  - {reason}" for reason in engine.refusals), file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
-    doc = document(steps, commit, args.stack, base_missing=base is None)
+    rolls = engine.rolls(steps)
+    doc = document(steps, commit, args.stack, base_missing=base is None, rolls=rolls)
     (out / "diff.json").write_text(json.dumps(doc, indent=2) + "\n")
-    print("\n".join(table(steps, args.stack, commit, args.base, base is None)))
+    print("\n".join(table(steps, args.stack, commit, args.base, base is None, rolls)))
     print(f"diff written to {out / 'diff.json'} ({time.perf_counter() - started:.2f} s)")
     hit = sorted({e for s in steps for e in s.effects if e in fail_on}, key=EFFECTS.index)
     if hit:

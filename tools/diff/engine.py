@@ -28,6 +28,7 @@ from tools.diff.paths import (
 )
 from tools.diff.recording import Planned, snapshot
 from tools.diff.rules import (
+    ROLL_KIND,
     Context,
     DynamicRule,
     ProviderDiff,
@@ -269,6 +270,17 @@ class Engine:
         return bool(rule_for(_urn_type(new.provider)).diff(previous, self.new[new.provider], inputs, paths,
                                                            self.ctx).replaces)
 
+    def rolls(self, steps: list[Step]) -> list[dict[str, Any]]:
+        """The nodes whose VM a roll powers off and on, in the order they go (components/vsphere/roll.py:
+        each node's NodeRoll waits for the previous one, so they go one at a time)."""
+        rebooting = {s.urn for s in steps if s.op == "update" and "reboot" in s.effects}
+        nodes = [(str(r.inputs.get("vmName")), str(r.inputs.get("role")))
+                 for urn in self.order if urn in rebooting and (r := self.new[urn]).inputs.get("kind") == ROLL_KIND]
+        if not nodes:
+            return []
+        return [{"effect": "reboot", "nodes": [n for n, _ in nodes], "roles": [role for _, role in nodes],
+                 "oneAtATime": True}]
+
     def run(self) -> list[Step]:
         steps = [s.step for urn in self.order if (s := self.visit(urn)).step is not None]
         for urn, old in self.base.items():
@@ -318,12 +330,14 @@ def dependencies_changed(old: Planned, new: Planned) -> bool:
     return old.dependencies is not None and new.dependencies is not None and old.dependencies != new.dependencies
 
 
-def document(steps: list[Step], base: str, stack: str, base_missing: bool = False) -> dict[str, Any]:
+def document(steps: list[Step], base: str, stack: str, base_missing: bool = False,
+             rolls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "base": base,
         "stack": stack,
         "baseMissing": base_missing,
         "changes": [s.entry() for s in steps if s.op in OPS],
+        "rolls": [{k: roll[k] for k in ("effect", "nodes", "oneAtATime")} for roll in rolls or []],
         "moved": [{"from": s.moved_from, "to": s.urn} for s in steps if s.moved_from],
         "refused": [{"type": s.type, "name": s.name, "op": s.op, "reason": s.refused} for s in steps if s.refused],
         "stateOnly": [{"type": s.type, "name": s.name, "keys": ["dependencies"]} for s in steps if s.state_only],

@@ -21,6 +21,8 @@ from components.vsphere.provider_facts import (
     VM_DISK_REBOOT_FIELDS,
     VM_REBOOT_KEYS,
 )
+from components.vsphere.roll import KIND as ROLL_KIND
+from components.vsphere.roll import ROLLED
 from tools.diff.paths import (
     _MISSING,
     DYNAMIC_TYPE,
@@ -325,11 +327,14 @@ class KubernetesProviderRule(Rule):
 
 
 # What an update, replacement or delete of one of our dynamic resources does beyond the setting itself:
-# a vGPU change power-cycles a running VM (components/vsphere/hostops.py, set_vgpu_profile).
-DYNAMIC_REBOOTS = {"vsphere-vm-vgpu": "profile"}
-"""Dynamic kinds that power-cycle a VM, and the input whose change does it: vSphere changes a vGPU
-device only on a powered-off VM (components/vsphere/hostops.py, set_vgpu_profile), and an update
-that finds the same profile changes nothing."""
+# a vGPU change power-cycles a running VM (components/vsphere/hostops.py, set_vgpu_profile), and a node's
+# roll powers its VM off and on for any setting it applies (components/vsphere/roll.py, ROLLED).
+DYNAMIC_REBOOTS: dict[str, tuple[str, ...]] = {"vsphere-vm-vgpu": ("profile",), ROLL_KIND: ROLLED}
+"""Dynamic kinds that power-cycle a VM, and the inputs whose change does it: vSphere changes a vGPU
+device only on a powered-off VM, and an update that finds the same settings changes nothing."""
+DYNAMIC_REBOOTS_ON_DELETE = {"vsphere-vm-vgpu"}
+"""Kinds whose replacement or delete power-cycles the VM too (the vGPU device is taken off); a roll's
+delete runs nothing, and its replacement (a new VM) finds the VM as the stack made it."""
 
 
 class DynamicRule(Rule):
@@ -383,9 +388,9 @@ class DynamicRule(Rule):
     def effects(self, op, old, new, inputs, paths):
         r = new or old
         kind = r.inputs.get("kind") if r is not None else None
-        trigger = DYNAMIC_REBOOTS.get(str(kind))
-        rebooted = trigger is not None and (op in ("replace", "delete")
-                                           or (op == "update" and any(p[:1] == (trigger,) for p in paths)))
+        triggers = DYNAMIC_REBOOTS.get(str(kind), ())
+        rebooted = (op in ("replace", "delete") and kind in DYNAMIC_REBOOTS_ON_DELETE) or (
+            op == "update" and any(p[:1] and p[0] in triggers for p in paths))
         extra = ["reboot"] if rebooted else []
         return sorted(set(super().effects(op, old, new, inputs, paths) + extra), key=EFFECTS.index)
 
