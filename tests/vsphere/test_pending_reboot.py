@@ -131,8 +131,8 @@ def test_settings_in_force_at_once_report_nothing_pending(si, conn_props):
 class _PendingMocks(LabMocks):
     """The engine's answer after a create that wrote graphics type and module options on two hosts."""
 
-    def __init__(self, pending: dict[str, bool]):
-        super().__init__()
+    def __init__(self, pending: dict[str, bool], deployed=None):
+        super().__init__(deployed)
         self.pending = pending
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
@@ -147,7 +147,7 @@ def test_hosts_pending_reboot_names_each_host_and_setting(monkeypatch):
 
     pending = {"roce-esx01-connectx-qos": True, "roce-esx01-graphics": True, "roce-esx03-connectx-qos": True,
                "roce-esx02-graphics": False}
-    monkeypatch.setattr(mockrun, "LabMocks", lambda: _PendingMocks(pending))
+    monkeypatch.setattr(mockrun, "LabMocks", lambda deployed=None: _PendingMocks(pending, deployed))
     run = run_program(builders.lab_stack())
     assert run.outputs["hostsPendingReboot"] == {
         "esx01": ["graphics type", "nmlx5_core options"],
