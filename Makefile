@@ -36,7 +36,7 @@ plan: setup ## offline plan under mocks: resource tree, plan.json, policy verdic
 
 BASE ?= HEAD
 FAIL_ON ?=
-diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=replace,reboot,rerun,delete exits 1
+diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=rerun,reboot,migrate,network,replace,delete,refused exits 1 (a refused step always does)
 	$(PYTHON) -m tools.diff --stack $(STACK) --base "$(BASE)" --fail-on "$(FAIL_ON)" --out $(OUT)
 
 baseline: setup ## re-record the upgrade gate's baselines (release/baselines/<stack>.json) of the shipped stacks: at a release
@@ -45,8 +45,10 @@ baseline: setup ## re-record the upgrade gate's baselines (release/baselines/<st
 render: setup ## every generated file for review, secrets redacted (STACK, OUT)
 	$(PYTHON) -m tools.render --stack $(STACK) --out $(OUT)
 
-bench: setup ## program vs floor vs make plan at 4, 64, 512 workers; the real preview where plugins are installed
-	$(PYTHON) -m tools.bench
+SIZES ?= 4,64,512
+TIME_LIMIT ?= 0
+bench: setup ## program vs floor vs make plan at SIZES workers (default 4,64,512), TIME_LIMIT seconds (0: none); the real preview where plugins are installed
+	$(PYTHON) -m tools.bench --sizes $(SIZES) --time-limit $(TIME_LIMIT)
 	PULUMI_CACHE_DIR=$${PULUMI_CACHE_DIR:-$(CURDIR)/.cache/pulumi} $(PYTHON) -m tools.bench_preview || [ $$? = 77 ]
 
 clean: ## remove build output

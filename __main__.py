@@ -16,7 +16,8 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
-from components.identity import LabIdentity, guard_provider, identity_of
+from components.identity import OUTPUT as IDENTITY_OUTPUT
+from components.identity import LabIdentity, guard_deployed, guard_provider, identity_digest, identity_of
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
 from components.secrets import (
@@ -25,10 +26,12 @@ from components.secrets import (
     check_secret_formats,
     check_secrets_are_secret,
     load_secrets,
+    preview_stand_ins,
 )
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.dynamic import pyvmomi_provider
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
+from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
 
 
@@ -37,7 +40,9 @@ def main() -> None:
         config = program_config()
         check_secrets_are_secret(config, pulumi.runtime.is_config_secret)
         lab = load_lab(gpu_lab_sections(config))
-        secrets = load_secrets()
+        # A preview may go without the helper key and the switch passwords (it runs no Command);
+        # `up` may not (components/secrets.py, preview_stand_ins).
+        secrets = preview_stand_ins(load_secrets(), pulumi.runtime.is_dry_run(), [s.name for s in lab.switches])
         check_required_secrets(lab.required_secrets(), secrets)
         check_secret_formats(lab.secret_format_rules())
         vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets) if lab.vsphere is not None else None
@@ -45,8 +50,12 @@ def main() -> None:
         raise pulumi.RunError(str(err)) from None
     plan = lab.plan  # the facts the sections share, derived once
 
-    # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take.
-    LabIdentity("lab-identity", identity_of(lab), pulumi.ResourceOptions(provider=guard_provider()))
+    # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take;
+    # guard_deployed refuses it too before anything registers, where --target or --replace skip the check.
+    identity = identity_of(lab)
+    guard_deployed("lab-identity", identity)
+    LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
+    pulumi.export(IDENTITY_OUTPUT, identity_digest(identity))
 
     openshift = None
     if plan.cluster is not None:
@@ -68,6 +77,7 @@ def main() -> None:
             protect=lab.lifecycle.protect,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             oc=lab.openshift.oc if lab.openshift else "oc",
+            drain_timeout_s=lab.openshift.drain_timeout_s if lab.openshift else DEFAULT_DRAIN_TIMEOUT_S,
         ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("hostsPendingReboot", fabric.pending_reboot)
@@ -89,6 +99,8 @@ def main() -> None:
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             # Deleted before the nodes are drained and the VMs go.
             after=[r for r in (nodes, vms) if r is not None],
+            nodes={name: [step] for name, step in nodes.node_steps.items()} if nodes is not None
+            else {name: [vm] for name, vm in vms.machines.items()} if vms is not None else {},
         ))
 
 

@@ -20,6 +20,7 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +95,35 @@ def secret_output(value: pulumi.Output[T]) -> pulumi.Output[T]:
 
 class MissingSecretError(ValueError):
     pass
+
+
+# Secrets that only log in to a machine pulumi-command runs a command on: the helper node (its SSH
+# key) and the switches (their passwords). A preview runs no Command, so it never uses them; a
+# preview job is not given them (docs/security.md).
+PREVIEW_OPTIONAL: frozenset[str] = frozenset({"helper_ssh_private_key", "switch_passwords"})
+
+
+# What a preview's Commands carry in place of a PREVIEW_OPTIONAL secret the stack does not set.
+PREVIEW_STAND_IN = "(not given to previews)"
+
+
+def preview_stand_ins(secrets: LabSecrets, dry_run: bool, switch_names: Sequence[str] = ()) -> LabSecrets:
+    """During a preview, each unset secret of PREVIEW_OPTIONAL gets a stand-in secret value (one
+    entry per switch for the switch passwords); the Commands that would use it are planned, not
+    run. The stand-in is a known value, not an unknown one: pulumi-command's schema makes a whole
+    `connection` secret, and one unknown field would make the whole connection unknown to the
+    engine and to the policy pack, which then could not see its host or host key. Outside a
+    preview (``pulumi up``'s update, destroy) nothing changes: a missing secret is still the clear
+    error of check_required_secrets, before any resource is registered.
+    """
+    if not dry_run:
+        return secrets
+    stand_ins: dict[str, Any] = {
+        "helper_ssh_private_key": PREVIEW_STAND_IN,
+        "switch_passwords": dict.fromkeys(switch_names, PREVIEW_STAND_IN),
+    }
+    missing = {a: pulumi.Output.secret(stand_ins[a]) for a in sorted(PREVIEW_OPTIONAL) if getattr(secrets, a) is None}
+    return dataclasses.replace(secrets, **missing) if missing else secrets
 
 
 def load_secrets() -> LabSecrets:

@@ -55,3 +55,9 @@ MANAGEMENT_ADAPTER = "vmxnet3"
 def vds_version_supports_pvrdma(version: str) -> bool:
     """'6.6.0' -> True; a vDS before 6.5.0 has no PVRDMA."""
     return tuple(int(x) for x in version.split(".")) >= VDS_MIN_VERSION
+
+# vSphere 8.0 configuration maximums per VM (VMware, "Configuration Maximums", vSphere 8.0, Virtual
+# Machine Maximums: virtual CPUs per virtual machine 768, RAM per virtual machine 24 TB;
+# https://configmax.broadcom.com/guest?vmwareproduct=vSphere&release=vSphere%208.0&categories=1-0).
+MAX_VCPUS = 768
+MAX_MEMORY_GB = 24 * 1024

@@ -3,8 +3,13 @@
 # vCenter simulator (lab-vcsim, `make simulator`) on a loopback port: `pulumi preview
 # --policy-pack policies` of a stack, and for the sim stack optionally `up` and `destroy`.
 #
-#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy]
+#   scripts/sim-preview.sh [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy] [--read-only]
 #
+# --read-only: the preview logs in to lab-vcsim as a user whose role is Read-only (every method
+# that would change the inventory answers NoPermission; simulator/readonly.go) and, for the lab
+# and openshift stacks, the stack sets neither the helper's SSH key nor the switch passwords: what
+# the pull-request preview job gets (docs/security.md). With --up the admin builds the sim stack,
+# then the read-only user previews it and the script prints every change that preview plans.
 # --add-worker (with --up): after up, a day-2 edit adds one worker to the stack's config;
 # the script prints every change its preview plans, then runs up, before destroy.
 #
@@ -32,14 +37,15 @@ PY=$VENV/bin/python
 source "$ROOT/scripts/lib-vcsim.sh"
 find_vcsim
 
-STACK=sim UP=0 POLICY=1 ADD_WORKER=0
+STACK=sim UP=0 POLICY=1 ADD_WORKER=0 READ_ONLY=0
 while [[ $# -gt 0 ]]; do
     case $1 in
         --stack) STACK=$2; shift 2 ;;
         --up) UP=1; shift ;;
         --add-worker) ADD_WORKER=1; shift ;;
         --no-policy) POLICY=0; shift ;;
-        *) echo "usage: $0 [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy]" >&2; exit 2 ;;
+        --read-only) READ_ONLY=1; shift ;;
+        *) echo "usage: $0 [--stack sim|lab|openshift] [--up [--add-worker]] [--no-policy] [--read-only]" >&2; exit 2 ;;
     esac
 done
 [[ -f $ROOT/Pulumi.$STACK.yaml ]] || { echo "no stack file Pulumi.$STACK.yaml" >&2; exit 2; }
@@ -101,9 +107,13 @@ run() {
 # ---------------------------------------------------------------- lab-vcsim
 SIM_USER=lab-admin  # the simulator refuses user names with '@'
 SIM_PASSWORD=sim-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+SIM_READER=lab-reader  # the Read-only login (--read-only)
+SIM_READER_PASSWORD=reader-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+READER_ARGS=()
+[[ $READ_ONLY = 1 ]] && READER_ARGS=(-readonly-username "$SIM_READER" -readonly-password "$SIM_READER_PASSWORD")
 # shellcheck disable=SC2086  # SIM_VCSIM_ARGS is a list of flags
-start_vcsim "$SIM_USER" "$SIM_PASSWORD" ${SIM_VCSIM_ARGS:-}
-pass "lab-vcsim on 127.0.0.1:$SIM_PORT ${SIM_VCSIM_ARGS:-}"
+start_vcsim "$SIM_USER" "$SIM_PASSWORD" "${READER_ARGS[@]}" ${SIM_VCSIM_ARGS:-}
+pass "lab-vcsim on 127.0.0.1:$SIM_PORT${SIM_VCSIM_ARGS:+ $SIM_VCSIM_ARGS}${READER_ARGS[*]:+ with the Read-only user $SIM_READER}"
 
 # ---------------------------------------------------------------- project copy + stack
 PROJ=$WORK/proj
@@ -115,24 +125,36 @@ ln -s "$VENV" "$PROJ/.venv"
 cd "$PROJ"
 run stack.log pulumi stack init "$STACK"
 run config.log pulumi config set vsphere:vsphereServer "127.0.0.1:$SIM_PORT"
-run config.log pulumi config set vsphere:user "$SIM_USER"
 run config.log pulumi config set vsphere:allowUnverifiedSsl true
 # Secrets from stdin, never on a command line. The placeholders only have to be well-formed:
 # preview sends none of them anywhere, and the sim stack uses only the vCenter password.
 secret() { run config.log pulumi config set --secret "$@" < <(printf '%s' "$SECRET"); }
-SECRET=$SIM_PASSWORD secret vsphere:password
+# login_as USER PASSWORD: the vCenter login the program (pulumi-vsphere and pyvmomi) uses.
+login_as() {
+    run config.log pulumi config set vsphere:user "$1"
+    SECRET=$2 secret vsphere:password
+}
+if [[ $READ_ONLY = 1 && $UP = 0 ]]; then
+    login_as "$SIM_READER" "$SIM_READER_PASSWORD"
+else
+    login_as "$SIM_USER" "$SIM_PASSWORD"
+fi
 if [[ $STACK != sim ]]; then
     SECRET='{"auths":{"registry.example":{"auth":"cGxhY2Vob2xkZXI="}}}' secret gpu-lab:pullSecret
     SECRET='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPlaceholderPlaceholderPlaceholderPlaceh sim' secret gpu-lab:sshPublicKey
-    SECRET=placeholder-key secret gpu-lab:helperSshPrivateKey
+    [[ $READ_ONLY = 1 ]] || SECRET=placeholder-key secret gpu-lab:helperSshPrivateKey
     SECRET='{"auths":{"registry.example":{"auth":"cGxhY2Vob2xkZXI="}}}' secret gpu-lab:registryAuth
     SECRET=placeholder-token secret gpu-lab:nvidiaLicenseToken
     SECRET=placeholder-kubeconfig secret gpu-lab:kubeconfig
-    for sw in $("$PY" -c 'import sys, yaml; print(" ".join(s["name"] for s in (yaml.safe_load(open(sys.argv[1]))["config"].get("gpu-lab:switches") or [])))' "Pulumi.$STACK.yaml"); do
+    [[ $READ_ONLY = 1 ]] || for sw in $("$PY" -c 'import sys, yaml; print(" ".join(s["name"] for s in (yaml.safe_load(open(sys.argv[1]))["config"].get("gpu-lab:switches") or [])))' "Pulumi.$STACK.yaml"); do
         SECRET=placeholder-password secret --path "gpu-lab:switchPasswords.$sw"
     done
 fi
 grep -qF "$SIM_PASSWORD" "Pulumi.$STACK.yaml" && fail "the stack file holds the vCenter password in clear"
+grep -qF "$SIM_READER_PASSWORD" "Pulumi.$STACK.yaml" && fail "the stack file holds the read-only password in clear"
+if [[ $READ_ONLY = 1 ]] && grep -qE '^  gpu-lab:(helperSshPrivateKey|switchPasswords):' "Pulumi.$STACK.yaml"; then
+    fail "--read-only: the stack sets the helper key or switch passwords"
+fi
 pass "stack $STACK in $PROJ (file backend), vsphere:vsphereServer=127.0.0.1:$SIM_PORT"
 
 # ---------------------------------------------------------------- preview
@@ -187,6 +209,24 @@ if [[ $UP = 1 ]]; then
         # Right after up, the program and vSphere agree: nothing to change.
         run noop.log pulumi preview --non-interactive --diff --expect-no-changes
         pass "preview --expect-no-changes: no changes after up"
+        if [[ $READ_ONLY = 1 ]]; then
+            # The lab as built, previewed as the Read-only user: it must run, and plan no create,
+            # replace or delete; the script prints what it does plan.
+            login_as "$SIM_READER" "$SIM_READER_PASSWORD"
+            run ro-preview.log pulumi preview --non-interactive --diff "${PACK_ARGS[@]}"
+            echo "read-only preview of the built lab plans:"
+            # one line per planned change: the step's "(op)" and the resource's type and name
+            awk 'match($0, /^ *[-+~]+ [a-z].*: \((create|update|replace|delete|create-replacement|delete-replaced)\)/) {
+                     op = $NF; next }
+                 op != "" && match($0, /\[urn=[^]]*/) {
+                     n = split(substr($0, RSTART + 5, RLENGTH - 5), p, "::"); k = split(p[n - 1], t, "\\$")
+                     print "  " op "\t" t[k] "  " p[n]; op = "" }' "$WORK/ro-preview.log"
+            changed=$(grep -oE '^ +[-+~]+ [0-9]+ to (create|replace|delete)' "$WORK/ro-preview.log" || true)
+            [[ -z $changed ]] || { cat "$WORK/ro-preview.log"; fail "the read-only preview plans: $changed"; }
+            grep -E '^ +~ [0-9]+ to update' "$WORK/ro-preview.log" | sed -E 's/^ +/  /' || true
+            pass "read-only preview as $SIM_READER: nothing to create, replace or delete"
+            login_as "$SIM_USER" "$SIM_PASSWORD"
+        fi
         if [[ $ADD_WORKER = 1 ]]; then
             count=$("$PY" -c 'import sys, yaml; print(len(yaml.safe_load(open(sys.argv[1]))["config"]["gpu-lab:vsphere"]["workers"]["names"]))' "Pulumi.$STACK.yaml")
             worker=$(printf 'simw%02d' $((count + 1)))

@@ -178,6 +178,9 @@ func (*dvSwitch) overlaid() {}
 // DestroyTask destroys the switch as the simulator does, then drops this session's wrapper of it,
 // so the session no longer finds the switch.
 func (s *dvSwitch) DestroyTask(ctx *simulator.Context, req *types.Destroy_Task) soap.HasFault {
+	if fault := s.destroyPortgroups(ctx); fault != nil {
+		return &methods.Destroy_TaskBody{Fault_: simulator.Fault("", fault)}
+	}
 	body := s.DistributedVirtualSwitch.DestroyTask(ctx, req).(*methods.Destroy_TaskBody)
 	if body.Res != nil && ctx.Session != nil {
 		session, self := ctx.Session, s.Self

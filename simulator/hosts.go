@@ -87,6 +87,9 @@ func extend(model *simulator.Model) error {
 	registry.Handler = overlays{
 		"Folder":                   {wrapFolder, []string{"CreateDVS_Task"}},
 		"DistributedVirtualSwitch": {wrapSwitch, []string{"ReconfigureDvs_Task", "CreateDVPortgroup_Task", "Destroy_Task"}},
+		// vcenter_answers.go
+		"VirtualMachine":              {wrapVirtualMachine, []string{"UpgradeVM_Task"}},
+		"DistributedVirtualPortgroup": {wrapPortgroup, []string{"ReconfigureDVPortgroup_Task"}},
 	}.handler
 	return nil
 }

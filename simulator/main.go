@@ -99,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: extending the inventory: %v\n", name, err)
 		return 1
 	}
+	readOnly.install(model, opts.user, opts.password)
 
 	u := &url.URL{Host: listen}
 	if opts.user != "" {
@@ -189,7 +190,11 @@ func parseFlags(args []string, model *simulator.Model, stderr io.Writer) (*optio
 	fs.IntVar(&o.delay, "delay", 0, "Method response delay across all methods, milliseconds")
 	fs.StringVar(&o.methodDelay, "method-delay", "", "Delay per method on the form 'method1:ms1,method2:ms2...'")
 	fs.Float64Var(&model.DelayConfig.DelayJitter, "delay-jitter", 0, "Delay jitter coefficient of variation")
+	readOnly.flags(fs)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := readOnly.check(o.user); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -42,12 +42,15 @@ def test_taking_the_lab_down_first_lifts_the_protection_and_changes_nothing_else
 
 def test_a_lab_goes_in_order_add_ons_then_nodes_then_vms(protected):
     _, run = protected
-    # The engine deletes a resource before what it depends on.
-    addons = [r for r in run.resources if r.name.startswith("addons-") and r.custom]
+    # The engine deletes a resource before what it depends on, and before its provider
+    # (tests/engine/test_provider_orders_deletes.py shows both on the real engine).
+    provider = run.named("addons-k8s")
+    addons = [r for r in run.resources if r.name.startswith("addons-") and r.custom and r is not provider]
     nodes = {r.urn for r in run.resources if r.name.startswith("openshift-nodes-")}
     vms = {r.urn for r in run.resources if r.type == "vsphere:index/virtualMachine:VirtualMachine"}
+    assert nodes <= set(provider.dependencies) and vms <= set(provider.dependencies)
     for addon in addons:
-        assert nodes <= set(addon.dependencies) and vms <= set(addon.dependencies), addon.name
+        assert addon.provider.startswith(provider.urn + "::"), addon.name
     for node in run.resources:
         if node.urn in nodes and node.name != "openshift-nodes-bs01":
             assert run.named(f"vms-{node.name.removeprefix('openshift-nodes-')}").urn in node.dependencies

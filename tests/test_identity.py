@@ -101,3 +101,59 @@ def test_the_guard_has_a_provider_of_its_own_configured_with_nothing():
     guard = run.named("lab-identity")
     assert guard.provider_name == "lab-guard" and set(guard.secret_paths()) <= {"__provider"}
     assert guard.plain()["vsphere"]["workers"]["managementAddresses"] == {"first": "172.16.7.51"}
+
+
+# ---------------------------------------------------------------- renames and reuse in one `up`
+
+
+def placed(names: list[str], addresses: list[int], hosts: list[str]) -> dict:
+    """The test lab with listed worker addresses (172.16.7.<n>, 192.168.0.<n>) and hosts."""
+    return lab(**{"gpu-lab:vsphere.workers.names": names,
+                  "gpu-lab:vsphere.workers.managementAddresses": [f"172.16.7.{n}" for n in addresses],
+                  "gpu-lab:vsphere.workers.rdmaAddresses": [f"192.168.0.{n}" for n in addresses],
+                  "gpu-lab:vsphere.workers.hosts": hosts})
+
+
+HOSTS = ["esx01", "esx02", "esx03", "esx04"]
+
+
+def test_a_rename_that_keeps_the_addresses_is_refused_naming_both_nodes_and_the_two_steps():
+    """sckubw02 -> sckubw09 with positional addresses: the new VM would be created, with w02's addresses
+    and on its host, while w02 still runs."""
+    before = identity(lab())
+    after = identity(lab(**{"gpu-lab:vsphere.workers.names": ["w01", "w09", "w03", "w04"]}))
+    (problem,) = identity_problems(before, after)
+    assert problem.startswith("vsphere.workers.names: new node w09 would take management address 172.16.7.52, "
+                              "RDMA address 192.168.0.52, the GPU share of host esx02 that node w02, removed in "
+                              "the same `pulumi up`, still holds")
+    assert "remove the old node in one `pulumi up`" in problem and "then add the new one in the next" in problem
+
+
+def test_a_new_node_on_new_addresses_and_another_host_is_fine_beside_a_removal():
+    before = identity(placed(["w01", "w02", "w03"], [51, 52, 53], HOSTS[:3]))
+    after = identity(placed(["w01", "w03", "w09"], [51, 53, 59], [HOSTS[0], HOSTS[2], HOSTS[3]]))
+    assert identity_problems(before, after) == []
+    # on the removed node's host, with its vGPU: the GPU share is still the old VM's
+    same_host = identity(placed(["w01", "w03", "w09"], [51, 53, 59], [HOSTS[0], HOSTS[2], HOSTS[1]]))
+    (problem,) = identity_problems(before, same_host)
+    assert "new node w09 would take the GPU share of host esx02 that node w02" in problem
+
+
+def test_removing_or_renaming_a_control_plane_node_is_refused_with_the_etcd_member_replacement():
+    before = identity(lab(**{"gpu-lab:vsphere.controlPlane.names": ["m01", "m02", "m03", "m04"]}))
+    for names, what in ((["m01", "m02", "m04"], "removes control-plane node(s) m03"),
+                        (["m01", "m02", "m05", "m04"], "renames control-plane node(s) m03 to m05")):
+        problems = identity_problems(before, identity(lab(**{"gpu-lab:vsphere.controlPlane.names": names})))
+        mine = [p for p in problems if p.startswith("vsphere.controlPlane.names:")]
+        assert len(mine) == 1 and what in mine[0]
+        assert "Replacing an unhealthy etcd member" in mine[0] and "https://docs.openshift.com/" in mine[0]
+
+
+def test_a_vgpu_profile_change_beside_a_new_worker_is_refused():
+    before = identity(lab())
+    both = identity(lab(**{"gpu-lab:vsphere.workers.vgpuProfile": "grid_v100-32c",
+                           "gpu-lab:vsphere.workers.names": [*builders.WORKERS, "w05"]}))
+    (problem,) = identity_problems(before, both)
+    assert problem.startswith("vsphere.workers.vgpuProfile: grid_v100-16c -> grid_v100-32c in the same `pulumi up` "
+                              "as new worker(s) w05")
+    assert identity_problems(before, identity(lab(**{"gpu-lab:vsphere.workers.vgpuProfile": "grid_v100-32c"}))) == []

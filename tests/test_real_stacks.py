@@ -9,6 +9,8 @@ Everything else is tested on the tests' own stacks (tests/builders.py).
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools import plan, policy_check, upgrade
+from tools import mockrun, plan, policy_check, upgrade
 from tools.stackfile import stack_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,8 +39,40 @@ def test_real_stack_plans_cleanly_and_passes_the_policy_pack(stack, tmp_path):
     assert stack_path(stack).name == REAL_STACKS[stack]
     run, _ = plan.run_plan(stack, tmp_path, quiet=True)
     assert run.resources, f"{REAL_STACKS[stack]} planned no resources"
-    report = policy_check.check(policy_check.load_stack(tmp_path / "plan.json"), PACK)
+    report = policy_check.check(policy_check.parse_stack(plan.pack_input(run)), PACK)  # what make plan hands it
     assert report.mandatory == [], [v.as_dict() for v in report.mandatory]
+
+
+def test_make_plan_of_the_lab_reports_its_unpinned_helper_and_switch(tmp_path, capsys):
+    # Pulumi.lab.yaml pins no host key for its helper node or its switch. pulumi-command's schema makes
+    # the whole `connection` a secret, so plan.json holds the string "[secret]" there; make plan hands
+    # the pack the connection itself, secret as the CLI hands it, and the host-key rule sees it.
+    config = yaml.safe_load((REPO / REAL_STACKS["lab"]).read_text())["config"]
+    helper = config["gpu-lab:openshift"]["helper"]["address"]
+    [switch] = [str(s["managementAddress"]) for s in config["gpu-lab:switches"]]
+    assert "hostKey" not in config["gpu-lab:openshift"]["helper"]
+    assert all("hostKey" not in s for s in config["gpu-lab:switches"])
+
+    assert plan.main(["--stack", "lab", "--out", str(tmp_path)]) == 0  # advisory: make plan passes
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "policy-report.json").read_text())
+    pinned = [v for v in report["violations"] if v["policy"] == "command-ssh-host-key-pinned"]
+    assert {v["level"] for v in pinned} == {"advisory"}
+    hosts = {re.search(r"connection to (\S+?):\d+ ", v["message"]).group(1) for v in pinned}
+    assert hosts == {helper, switch}
+    remote = [r for r in json.loads((tmp_path / "plan.json").read_text())["resources"]
+              if r["type"] in ("command:remote:Command", "command:remote:CopyToRemote")]
+    assert len(pinned) == len(remote) > 0  # every connection to either
+    assert f"0 mandatory and {len(report['violations'])} advisory violation(s)" in out
+    # plan.json stays redacted; the report holds no secret value (not even make plan's placeholders)
+    assert {r["inputs"]["connection"] for r in remote} == {"[secret]"}
+    assert mockrun.PLACEHOLDER not in (tmp_path / "policy-report.json").read_text()
+    assert mockrun.PLACEHOLDER not in out
+
+    # policies/config.up.json (what up.yml passes) makes each of them mandatory
+    up = policy_check.check(policy_check.parse_stack(plan.pack_input(plan.run_plan("lab", tmp_path, quiet=True)[0])),
+                            PACK, json.loads((REPO / "policies" / "config.up.json").read_text()))
+    assert len([v for v in up.mandatory if v.policy == "command-ssh-host-key-pinned"]) == len(pinned)
 
 
 def test_the_upgrade_gate_covers_every_shipped_stack():

@@ -152,8 +152,11 @@ def _secret_paths(value: Any, path: str):
 class LabMocks(pulumi.runtime.Mocks):
     """Plausible ids and computed outputs for the providers the program uses."""
 
-    def __init__(self) -> None:
+    def __init__(self, deployed: Mapping[str, Any] | None = None) -> None:
         self.counter = 0
+        self.deployed = deployed or {}
+        """URN -> {"type", "outputs"}: the last deployment's state, as the engine's builtin
+        pulumi:pulumi:readStackResourceOutputs returns it (empty: a stack never deployed)."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.counter += 1
@@ -183,12 +186,18 @@ class LabMocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         token, a = args.token, args.args
+        if token == "pulumi:pulumi:readStackResourceOutputs":
+            return {"name": a.get("stackName"), "outputs": dict(self.deployed)}
+        if token == "pulumi:pulumi:readStackOutputs":  # a deployed stack has outputs (components/identity.py)
+            return {"name": a.get("name"), "outputs": {"labIdentity": "deployed"} if self.deployed else {}}
         if token == "vsphere:index/getDatacenter:getDatacenter":
             return {"id": f"datacenter-{a.get('name')}", "name": a.get("name")}
         if token == "vsphere:index/getHost:getHost":
             return {"id": f"host-{a.get('name')}", "name": a.get("name"), "resourcePoolId": f"resgroup-{a.get('name')}"}
         if token == "vsphere:index/getComputeCluster:getComputeCluster":
-            return {"id": f"domain-c-{a.get('name')}", "name": a.get("name"), "resourcePoolId": "resgroup-cluster"}
+            # the cluster's root resource pool is the cluster's own: a renamed cluster moves its VMs
+            return {"id": f"domain-c-{a.get('name')}", "name": a.get("name"),
+                    "resourcePoolId": f"resgroup-{a.get('name')}"}
         if token == "vsphere:index/getDatastore:getDatastore":
             return {"id": f"datastore-{a.get('name')}", "name": a.get("name")}
         if token == "vsphere:index/getNetwork:getNetwork":
@@ -319,11 +328,15 @@ def run_program(
     secrets: Mapping[str, Any] | None = None,
     preview: bool = False,
     program_dir: Path | None = None,
+    deployed: Run | None = None,
 ) -> Run:
     """Run __main__.py's main() under mocks with the given config; return what it registered.
 
     `program_dir` holds the __main__.py to run (default: this checkout's); `make diff` runs an
     earlier commit's program with this harness.
+
+    `deployed`: an earlier run standing for the stack's last deployment (its resources' outputs are
+    what the program reads back from the state), as a lab that runs; default a stack never deployed.
 
     `config` maps "namespace:key" to values (objects allowed) as in a stack file. `secrets`
     maps secret keys to values; by default every secret key gets a placeholder. Entries of
@@ -340,7 +353,9 @@ def run_program(
 
     global runs_in_this_process
     runs_in_this_process += 1
-    monitor = RecordingMonitor(LabMocks())
+    state = {r.urn: {"type": r.type, "outputs": unwrap_secrets(r.outputs)}
+             for r in (deployed.resources if deployed else [])}
+    monitor = RecordingMonitor(LabMocks(state))
     pulumi.runtime.set_all_config(all_config, secret_keys)
     exports = _StackExports()
 

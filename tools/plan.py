@@ -2,6 +2,12 @@
 plan.json (every resource's inputs, secrets redacted), then run the policy pack over the same
 resources through its gRPC analyzer interface and print its verdicts.
 
+The pack is handed each resource's inputs as the Pulumi CLI hands them: whole, with their
+structure, secret values carried as secrets (the engine's secret signature), not plan.json's
+"[secret]" strings. A connection that pulumi-command marks secret as a whole still shows the
+pack its host, port and hostKey. The secret values are make plan's placeholders (every secret
+key gets one, tools.stackfile.offline_secrets); the stack's real secrets are never read.
+
 Exit status: 0 when the plan holds no mandatory policy violation, 1 when it does, 2 when the
 configuration is invalid.
 """
@@ -18,7 +24,7 @@ from pathlib import Path
 import pulumi
 
 from components.model import ConfigError
-from tools.mockrun import Run, run_program
+from tools.mockrun import PROJECT, Run, run_program
 from tools.stackfile import load_stack_config, offline_secrets
 
 
@@ -98,6 +104,29 @@ def plan_document(run: Run) -> dict:
     }
 
 
+def pack_input(run: Run) -> dict:
+    """What the policy pack is given (tools.policy_check's input format): plan.json's resources, in
+    the same order and form (assets described, numbers tidied), with secrets left in the engine's
+    wire form instead of redacted. Kept in memory, never written."""
+    urns = {r.urn: r.name for r in run.resources}
+    return {
+        "project": PROJECT,
+        "stack": run.stack,
+        "dryRun": True,
+        "resources": [
+            {
+                "type": r.type,
+                "name": r.name,
+                "urn": r.urn,
+                **({"parent": r.parent_urn} if r.parent_urn in urns else {}),
+                **({"provider": r.provider.rsplit("::", 1)[0]} if r.provider else {}),
+                "inputs": describe_assets(tidy_numbers(r.inputs)),
+            }
+            for r in sorted(run.resources, key=lambda r: r.urn)
+        ],
+    }
+
+
 def write_plan(run: Run, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "plan.json"
@@ -138,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
         raise
     if args.no_policy:
         return 0
+    return check_policies(run, out)
+
+
+def check_policies(run: Run, out: Path) -> int:
+    """The policy pass of make plan: verdicts printed and written to policy-report.json."""
     from tools import policy_check
 
     print("\npolicy pack (policies/), served over its gRPC analyzer interface:")
-    return policy_check.main([str(out / "plan.json"), "--out", str(out / "policy-report.json")])
+    return policy_check.report(lambda: policy_check.parse_stack(pack_input(run)), out=out / "policy-report.json")
 
 
 if __name__ == "__main__":

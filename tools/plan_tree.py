@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     spec.loader.exec_module(tools)
 
     from components.model import ConfigError  # the base tree's
-    from tools.diff import snapshot
+    from tools.diff.recording import snapshot  # not tools.diff's rules: they read this tree's components
     from tools.mockrun import run_program
     from tools.stackfile import load_stack_config, offline_secrets
 

@@ -84,6 +84,7 @@ LEVEL_CODES = {v: k for k, v in LEVELS.items()}
 GRPC_OPTIONS = [("grpc.max_receive_message_length", 400 * 1024 * 1024),
                 ("grpc.max_send_message_length", 400 * 1024 * 1024)]
 START_TIMEOUT = 60.0
+PACK = Path(__file__).resolve().parent.parent / "policies"  # the repository's pack
 ANALYZE_IN_FLIGHT = 16  # Analyze requests sent ahead of the answers being read
 
 
@@ -675,31 +676,40 @@ def _session(client, stack: Stack, pack_dir: Path, engine_address: str, policy_c
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("stack", type=Path, help="JSON file of resources (format: see this file's docstring)")
-    parser.add_argument("--pack", type=Path, default=Path(__file__).resolve().parent.parent / "policies",
+    parser.add_argument("--pack", type=Path, default=PACK,
                         help="policy pack directory (default: the repository's policies/)")
     parser.add_argument("--policy-config", type=Path, help="policy config JSON, as for --policy-pack-config")
     parser.add_argument("--out", type=Path, help="write the verdicts here as JSON")
     parser.add_argument("--python", help="interpreter for the pack (default: PulumiPolicy.yaml's virtualenv)")
     args = parser.parse_args(argv)
     try:
-        stack = load_stack(args.stack)
         config = json.loads(args.policy_config.read_text()) if args.policy_config else None
-        report = check(stack, args.pack, config, args.python)
+    except (OSError, json.JSONDecodeError) as err:
+        print(f"policy check failed: {err}", file=sys.stderr)
+        return 2
+    return report(lambda: load_stack(args.stack), args.pack, config, args.out, args.python)
+
+
+def report(load, pack: Path = PACK, config: dict | None = None,
+           out: Path | None = None, python: str | None = None) -> int:
+    """Check the stack ``load()`` returns, print the verdicts, write them to ``out``; the exit status."""
+    try:
+        stack = load()
+        result = check(stack, pack, config, python)
     except (CheckError, OSError, json.JSONDecodeError) as err:
         print(f"policy check failed: {err}", file=sys.stderr)
         return 2
 
-    for v in report.verdicts:
+    for v in result.verdicts:
         where = f"{v.resource} ({v.type})" if v.resource else (v.urn or "(stack)")
         print(f"{v.level.upper():9} {v.policy}  {where}\n          {v.message}")
-    counts = report.as_dict()["summary"]
-    print(f"{report.pack['name']}: {len(stack.resources)} resources, {len(report.policies)} policies, "
+    counts = result.as_dict()["summary"]
+    print(f"{result.pack['name']}: {len(stack.resources)} resources, {len(result.policies)} policies, "
           f"{counts['mandatory']} mandatory and {counts['advisory']} advisory violation(s)")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-    return 1 if report.mandatory else 0
-
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result.as_dict(), indent=2) + "\n")
+    return 1 if result.mandatory else 0
 
 if __name__ == "__main__":
     sys.exit(main())

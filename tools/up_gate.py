@@ -1,13 +1,21 @@
-"""The up workflow's gate: stop before `pulumi up` when the lab would lose something.
+"""The up workflow's gate: stop before `pulumi up` when the lab would feel something disruptive.
 
-    python -m tools.up_gate diff build/up/diff.json [--allow]    tools.diff's verdict (make diff)
-    python -m tools.up_gate preview preview.json [--allow]       `pulumi preview --json`'s steps
+    python -m tools.up_gate diff build/up/diff.json [--allow reboot,migrate]    make diff's verdict
+    python -m tools.up_gate preview preview.json [--allow reboot,migrate]       `pulumi preview --json`'s steps
 
-Exit 1, listing them, when a resource would be replaced or deleted; with --allow (the workflow was
-dispatched with allow_replace_delete) the same list is printed and the exit status is 0. The
-preview's ops are the engine's step ops (pulumi/pulumi sdk/go/common/display: OpReplace,
-OpCreateReplacement, OpDeleteReplaced, OpDelete, OpDiscardReplaced, OpImportReplacement,
-OpRemovePendingReplace); the diff's are make diff's (replace, delete).
+Gated effects (GATED): replace, delete, reboot (a VM power-cycled), migrate (a vMotion), network (a
+VM's or host's traffic moves). Exit 1 when any occurs that --allow does not name, listing every
+resource with its effects; the workflow's dispatch input `allow_effects` is passed as --allow. A step
+the engine refuses (protect) stops the run whatever is allowed: the real `up` would fail on it. Exit 2
+on bad input (an unreadable file, a word that is not a gated effect).
+
+make diff's diff.json names the effects itself. The real preview's JSON (pulumi/pulumi
+pkg/display/json.go, PreviewDigest: steps with op, urn, oldState and newState with their inputs,
+detailedDiff keyed by property path, diffReasons) is judged with make diff's own rules (tools/diff/
+rules.py): its ops (sdk/go/common/display: OpReplace, OpCreateReplacement, OpDeleteReplaced,
+OpDelete, OpDiscardReplaced, OpImportReplacement, OpRemovePendingReplace) say replace and delete;
+an update's changed paths and the old and new inputs say reboot (the VM reboot list, a vGPU
+profile), migrate and network (components/vsphere/provider_facts.py).
 """
 
 from __future__ import annotations
@@ -18,48 +26,140 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PREVIEW_OPS = ("replace", "create-replacement", "delete-replaced", "delete", "discard-replaced",
-               "import-replacement", "remove-pending-replace")
-DIFF_OPS = ("replace", "delete")
+from tools.diff.paths import EFFECTS, UNKNOWN, Path_, changed_paths, parse_path
+from tools.diff.recording import Planned
+from tools.diff.rules import lab_effects, rule_for
+
+GATED = ("replace", "delete", "reboot", "migrate", "network")
+REPLACE_OPS = ("replace", "create-replacement", "delete-replaced", "discard-replaced", "import-replacement",
+               "remove-pending-replace")
+DELETE_OPS = ("delete",)
+PREVIEW_OPS = (*REPLACE_OPS, "delete")
+"""The preview ops that replace or delete (kept for callers of the former gate)."""
 
 
-def from_diff(document: dict[str, Any]) -> list[str]:
-    return [f"{c['op']}: {c['type']} {c['name']}" for c in document.get("changes", []) if c["op"] in DIFF_OPS]
+class BadInput(Exception):
+    pass
 
 
-def from_preview(document: dict[str, Any]) -> list[str]:
+def parse_allow(text: str) -> set[str]:
+    words = {w.strip() for w in text.split(",") if w.strip()}
+    unknown = sorted(words - set(GATED))
+    if unknown:
+        raise BadInput(f"--allow: unknown effect {', '.join(repr(w) for w in unknown)}; allowed: {', '.join(GATED)} "
+                       "(comma-separated, any subset)")
+    return words
+
+
+def _ordered(effects: set[str]) -> list[str]:
+    return sorted(effects, key=EFFECTS.index)
+
+
+def from_diff(document: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(resource, gated effects) per change of diff.json, and the refused steps with effect `refused`."""
+    found = []
+    for c in document.get("changes", []):
+        effects = set(c.get("effects", [])) & {*GATED, "refused"}
+        if c["op"] in ("replace", "delete"):
+            effects.add(c["op"])
+        if effects:
+            keys = f" ({c['op']} of {', '.join(c['keys'])})" if c.get("keys") else f" ({c['op']})"
+            found.append((f"{c['type']} {c['name']}{keys}", _ordered(effects)))
+    for r in document.get("refused", []):
+        entry = (f"{r['type']} {r['name']} ({r['op']}: {r['reason']})", ["refused"])
+        if not any(name.startswith(f"{r['type']} {r['name']} ") and "refused" in e for name, e in found):
+            found.append(entry)
+    return found
+
+
+def _planned(urn: str, type_: str, state: dict[str, Any] | None) -> Planned:
+    state = state or {}
+    return Planned(urn=urn, type=type_, name=urn.rsplit("::", 1)[-1], parent="", custom=True, provider="",
+                   id=str(state.get("id") or ""), inputs=dict(state.get("inputs") or {}),
+                   outputs=dict(state.get("outputs") or {}))
+
+
+def _unknowns(value: Any) -> Any:
+    """The preview JSON writes a value not known yet as the engine's unknown sentinel already; a
+    computed output placeholder from older CLIs is mapped to it too."""
+    if isinstance(value, dict):
+        return {k: _unknowns(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unknowns(v) for v in value]
+    return UNKNOWN if value == "[unknown]" else value
+
+
+def preview_step_effects(step: dict[str, Any]) -> list[str]:
+    """The gated effects of one step of `pulumi preview --json`."""
+    op = step.get("op", "")
+    if op in REPLACE_OPS:
+        return ["replace"]
+    if op in DELETE_OPS:
+        return ["delete"]
+    if op != "update":
+        return []
+    urn = step.get("urn", "")
+    old_state, new_state = step.get("oldState") or {}, step.get("newState") or {}
+    type_ = new_state.get("type") or old_state.get("type") or urn.split("::")[2].rsplit("$", 1)[-1]
+    old = _planned(urn, type_, old_state)
+    new = _planned(urn, type_, new_state)
+    new.inputs = _unknowns(new.inputs)
+    paths: list[Path_] = [parse_path(k) for k in step.get("detailedDiff") or {}]
+    if not paths:
+        paths = [parse_path(str(k)) for k in step.get("diffReasons") or []]
+    if not paths:
+        paths = [p for p in changed_paths(old.inputs, new.inputs) if not str(p[0]).startswith("__")]
+    effects = set(rule_for(type_).effects("update", old, new, new.inputs, paths)) | set(lab_effects(type_, paths))
+    return _ordered(effects & set(GATED))
+
+
+def from_preview(document: dict[str, Any]) -> list[tuple[str, list[str]]]:
     found = []
     for step in document.get("steps", []):
-        if step.get("op") in PREVIEW_OPS:
-            urn = step.get("urn", "")
-            reasons = step.get("replaceReasons") or []
-            found.append(f"{step['op']}: {urn}" + (f" (replaceReasons: {', '.join(reasons)})" if reasons else ""))
+        effects = preview_step_effects(step)
+        if effects:
+            reasons = step.get("replaceReasons") or (step.get("detailedDiff") or {}).keys() or \
+                step.get("diffReasons") or []
+            what = f" ({step.get('op')} of {', '.join(sorted(reasons))})" if reasons else f" ({step.get('op')})"
+            found.append((f"{step.get('urn', '')}{what}", effects))
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.up_gate", description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=("diff", "preview"))
     parser.add_argument("file", type=Path)
-    parser.add_argument("--allow", action="store_true", help="report, but do not stop")
+    parser.add_argument("--allow", default="", help=f"comma-separated effects to let through: {', '.join(GATED)}")
     args = parser.parse_args(argv)
     try:
+        allowed = parse_allow(args.allow)
         document = json.loads(args.file.read_text())
+    except BadInput as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as err:
         print(f"error: {args.file}: {err}", file=sys.stderr)
         return 2
     found = from_diff(document) if args.kind == "diff" else from_preview(document)
-    for line in found:
-        print(line)
+    for name, effects in found:
+        print(f"{', '.join(effects)}: {name}")
     if not found:
-        print(f"{args.kind}: nothing would be replaced or deleted")
+        print(f"{args.kind}: nothing would be replaced, deleted, rebooted, migrated or moved on the network")
         return 0
-    if args.allow:
-        print(f"{args.kind}: {len(found)} replace/delete step(s), allowed by the dispatch input")
-        return 0
-    print(f"{args.kind}: {len(found)} replace/delete step(s); re-run the workflow by hand with "
-          "allow_replace_delete to go ahead", file=sys.stderr)
-    return 1
+    refused = [name for name, effects in found if "refused" in effects]
+    stopping = sorted({e for _, effects in found for e in effects if e not in allowed and e != "refused"},
+                      key=EFFECTS.index)
+    if refused:
+        print(f"{args.kind}: {len(refused)} step(s) the engine refuses (protect): `pulumi up` would fail on them; "
+              "no dispatch input lets them through", file=sys.stderr)
+    if stopping:
+        print(f"{args.kind}: stopped on {', '.join(stopping)} ({len(found)} resource(s) above); re-run the workflow "
+              f"by hand with allow_effects naming them (e.g. {','.join(stopping)}) to go ahead", file=sys.stderr)
+    if refused or stopping:
+        return 1
+    print(f"{args.kind}: {len(found)} resource(s) with {', '.join(sorted(allowed, key=EFFECTS.index))}, "
+          "allowed by the dispatch input")
+    return 0
 
 
 if __name__ == "__main__":

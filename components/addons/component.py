@@ -8,8 +8,8 @@ provider built from the kubeconfig (the OpenShift install's, or `gpu-lab:kubecon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -38,6 +38,11 @@ class ClusterAddonsArgs:
     every child uses that provider, and the engine orders a resource after its provider and deletes it
     before its provider, so the add-ons are created after the nodes and VMs and deleted before them
     through one resource's edges instead of every child's."""
+    nodes: Mapping[str, Sequence[pulumi.Resource]] = field(default_factory=dict)
+    """Node name -> the resources that stand for it (its cluster membership, else its VM). An add-on
+    object bound to one node (a Job pinned by hostname) also depends on these: when that node is
+    removed, the engine deletes the object first. The provider cannot order that: it stays, and its
+    new dependencies no longer name the removed node."""
 
 
 class MissingKubeconfigError(pulumi.RunError):
@@ -69,7 +74,7 @@ class ClusterAddons(pulumi.ComponentResource):
         # once, not once per add-on object.
         provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
                                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
-        kube = Kube(name, self, provider, openshift=lab.openshift)
+        kube = Kube(name, self, provider, openshift=lab.openshift, nodes=args.nodes)
         workload_ns = addons.jobs.namespace
 
         nfd = deploy_nfd(kube) if addons.nfd.enabled else None

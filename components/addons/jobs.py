@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 
 from components.addons.config import AddonsLab, ib_write_bw_addresses, worker_nodes
-from components.addons.kube import SKIP_AWAIT, Kube, metadata, role_of
+from components.addons.kube import HOSTNAME, SKIP_AWAIT, Kube, metadata, role_of
 from components.addons.mpi import mpijob, mpirun
 from components.addons.rdma import RdmaPlan, on_nodes
 from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY
@@ -27,7 +27,6 @@ from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY
 LABEL = "gpu-lab.io/acceptance"
 SERVICE_ACCOUNT = "gpu-lab-acceptance"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
-HOSTNAME = "kubernetes.io/hostname"
 SCC = "gpu-lab-rdma"
 
 NVIDIA_SMI = "nvidia-smi"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -39,6 +39,8 @@ class Kube:
     """Every child's provider; it depends on the nodes and VMs, which orders the children after them
     and deletes them first (ClusterAddonsArgs.after)."""
     openshift: bool
+    nodes: Mapping[str, Sequence[pulumi.Resource]] = field(default_factory=dict)
+    """Node name -> what a child pinned to that node also waits for (ClusterAddonsArgs.nodes)."""
 
     def child(self, role: str) -> str:
         return f"{self.name}-{role}"
@@ -57,7 +59,8 @@ class Kube:
         """Register one manifest under the typed class for its kind (CustomResource for CRDs)."""
         m = dict(manifest)
         api_version, kind = m.pop("apiVersion"), m.pop("kind")
-        opts = self.opts(depends_on, **kwargs)
+        node = pinned_node(manifest)
+        opts = self.opts([*depends_on, *self.nodes.get(node, ())] if node else depends_on, **kwargs)
         cls = _TYPED.get((api_version, kind))
         if cls is not None:
             return cls(self.child(role), opts=opts, **{_SNAKE.get(k, k): v for k, v in m.items()})
@@ -112,6 +115,15 @@ _TYPED: dict[tuple[str, str], type] = {
 
 # Top-level manifest keys whose Python keyword differs.
 _SNAKE = {"stringData": "string_data", "roleRef": "role_ref", "binaryData": "binary_data"}
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def pinned_node(manifest: Mapping[str, Any]) -> str | None:
+    """The node a workload's pods are bound to by its hostname label, if any."""
+    template = (manifest.get("spec") or {}).get("template") or {}
+    return ((template.get("spec") or {}).get("nodeSelector") or {}).get(HOSTNAME)
 
 
 def role_of(manifest: Mapping[str, Any]) -> str:

@@ -313,20 +313,22 @@ class ClusterNodes(pulumi.ComponentResource):
         install = args.install
         super().__init__(NODES_TYPE, name, {"nodes": [n.name for n in p.nodes if n.role != "bootstrap"]}, opts)
         kubeconfig: pulumi.Output[str] = pulumi.Output.secret(install.kubeconfig)
-        joined: list[pulumi.Resource] = []
+        self.node_steps: dict[str, pulumi.Resource] = {}
+        """Node name -> its Command: what a resource bound to that node waits for and goes before."""
         for node in p.nodes:
             if node.role == "bootstrap":
                 continue  # it never joins: it serves the control plane's first boot and goes
             machine = args.machines.get(node.name)
-            joined.append(local.Command(
+            self.node_steps[node.name] = (local.Command(
                 f"{name}-{node.name}",
                 # Only this node's CSRs: adding a node approves nothing for any other.
                 create=render_csr_script(p, oc.oc, [node.name]) if oc.approve_csrs else None,
-                delete=render_remove_node_script(p, oc.oc, node.name),
+                delete=render_remove_node_script(p, oc.oc, node.name, oc.drain_timeout_s),
                 stdin=kubeconfig,
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=[*install.helper_steps, *([machine] if machine is not None else [])]),
             ))
+        joined = list(self.node_steps.values())
         if oc.wait_for_install:
             local.Command(
                 f"{install_name(name)}-wait-install",

@@ -205,6 +205,9 @@ class OpenShiftConfig(Model):
     approve_csrs: bool = Field(default=True, description="approve pending CSRs of the configured nodes only")
     installer: str = Field(default="openshift-install", description="openshift-install binary (path or name on PATH)")
     oc: str = Field(default="oc", description="oc binary (path or name on PATH), for CSR approval")
+    drain_timeout_s: int = Field(
+        default=900, gt=0, le=86400,
+        description="seconds a node's drain may take (oc adm drain --timeout) before a roll or a removal stops")
     install_dir: str | None = Field(default=None, description="default build/<stack>/openshift-install")
 
 

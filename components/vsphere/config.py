@@ -34,6 +34,8 @@ from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_M
 from labrules.vsphere import (
     HARDWARE_VERSIONS,
     LACP_ALLOWED_ON_RDMA_UPLINKS,
+    MAX_MEMORY_GB,
+    MAX_VCPUS,
     MIN_BOOTSTRAP,
     MIN_CONTROL_PLANE,
     MIN_WORKER,
@@ -60,10 +62,14 @@ Vmnic = Annotated[str, matches(r"^vmnic\d+$", "is not an ESXi physical NIC name:
 
 
 class Sizing(Model):
-    """Virtual hardware of one VM."""
+    """Virtual hardware of one VM. The bounds are vSphere 8's per VM (VMware, "Configuration Maximums",
+    vSphere 8.0, Virtual Machine Maximums: 768 virtual CPUs, 24 TB of RAM;
+    https://configmax.broadcom.com/guest?vmwareproduct=vSphere&release=vSphere%208.0&categories=1-0)."""
 
-    cpus: int = Field(gt=0, description="vCPUs")
-    memory_gb: int = Field(gt=0, description="memory in GiB, fully reserved on vGPU VMs")
+    cpus: int = Field(gt=0, le=MAX_VCPUS, description=f"vCPUs (vSphere 8 allows up to {MAX_VCPUS} per VM)")
+    memory_gb: int = Field(gt=0, le=MAX_MEMORY_GB,
+                           description=f"memory in GiB, fully reserved on vGPU VMs (vSphere 8 allows up to "
+                                       f"{MAX_MEMORY_GB} GiB, 24 TB, per VM)")
     disk_gb: int = Field(gt=0, description="system disk in GiB (thin clone of the template)")
 
 

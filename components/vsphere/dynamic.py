@@ -25,8 +25,7 @@ How the engine runs these (and why the code looks like it does):
   ``_Failures`` and ``_OneLineTraceback``.
 - They are served by an explicit provider with no configuration (``pyvmomi_provider``), not
   the engine's default ``pulumi-python`` provider, whose inputs are the whole stack config.
-  So every resource here is served by one provider process, which is what lets vGPU profile
-  changes take turns (``_VGPU_CHANGES``).
+  So every resource here is served by one provider process.
 - Create and update write a value only when vSphere holds another one: an update that changes
   only the connection (a rotated vCenter password) reads and leaves vSphere alone.
 - Settings that ESXi reads at boot (module options, graphics type) report ``pendingReboot``
@@ -37,15 +36,10 @@ How the engine runs these (and why the code looks like it does):
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -523,11 +517,6 @@ class ModuleOptionsProvider(_HostSettingProvider):
         hostops.set_module_options(target, props["module"], "" if value is None else str(value))
 
 
-_VGPU_CHANGES = threading.Lock()
-"""One vGPU profile change at a time in this provider process, which serves every resource here: the
-workers roll, each waiting for the previous one to be back, instead of all powering off together.
-Creates do not take it: day 1 attaches every vGPU at once."""
-
 DRAIN_TIMEOUT_S = 900
 REBOOT_TIMEOUT_S = 900
 READY_TIMEOUT_S = 1200
@@ -588,49 +577,6 @@ class _Node:
         self.must("oc adm uncordon", "adm", "uncordon", self.name, timeout=_OC_GET_TIMEOUT_S)
 
 
-@contextmanager
-def _cluster_node(inputs: dict[str, Any], label: str) -> Iterator[_Node | None]:
-    """The VM's node when the cluster answers, else None after a warning: the vSphere change then
-    goes ahead alone (a cluster that is down has no pods to move)."""
-    wanted = inputs.get("nodeName") or inputs.get("vmName")
-    kubeconfig = inputs.get("kubeconfig")
-    if not kubeconfig:
-        pulumi.log.warn(f"{label}: no kubeconfig for the cluster; the vGPU profile changes without draining "
-                        f"node {wanted}")
-        yield None
-        return
-    oc = shutil.which(str(inputs.get("oc") or "oc"))
-    if oc is None:
-        raise NodeDrainError(f"{label}: oc not found as {inputs.get('oc') or 'oc'!r} (set gpu-lab:openshift.oc); "
-                             "the vGPU profile was not changed, the node is not drained without it")
-    handle, path = tempfile.mkstemp(prefix="gpu-lab-kubeconfig-")  # mode 0600
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(str(kubeconfig))
-        node = _Node(oc, path, str(wanted), label)
-        try:
-            listed = node.run("get", "nodes", "-o", "name", timeout=_OC_GET_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            listed = subprocess.CompletedProcess([], 1, "", f"no answer in {_OC_GET_TIMEOUT_S} s")
-        if listed.returncode != 0:
-            reason = (listed.stderr.strip().splitlines() or ["oc failed"])[-1]
-            pulumi.log.warn(f"{label}: the cluster is not reachable ({reason}); the vGPU profile changes without "
-                            f"draining node {wanted}")
-            yield None
-            return
-        # The node is named as the VM, or its fully qualified name (name.cluster.domain).
-        names = [line.removeprefix("node/") for line in listed.stdout.split()]
-        found = [n for n in names if n == wanted] or [n for n in names if n.startswith(f"{wanted}.")]
-        if len(found) != 1:
-            pulumi.log.warn(f"{label}: no node {wanted} in the cluster; the vGPU profile changes without draining")
-            yield None
-            return
-        node.name = found[0]
-        yield node
-    finally:
-        os.unlink(path)
-
-
 class VgpuProfileProvider(_SettingProvider):
     kind = "vsphere-vm-vgpu"
     target_keys = ("vmId",)
@@ -678,51 +624,17 @@ class VgpuProfileProvider(_SettingProvider):
     def _same(self, live: Any, wanted: Any) -> bool:
         return (live or "") == (wanted or "")
 
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        """As any setting, except that the profile is not compared: the roll changes it, and a refresh then
+        reads the new profile into this resource's state while its input keeps the one it attached."""
+        return super().diff(_id, {**olds, self.value_key: None}, {**news, self.value_key: None})
+
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """A profile change rolls: one VM at a time in this process, its node drained first when the
-        cluster answers. Anything else (connection, kubeconfig, oc) changes nothing on vSphere."""
-        inputs = _plain(news)
-        result = UpdateResult({**inputs, ORIGINAL: _plain(olds).get(ORIGINAL)})
-        with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
-            vm = self._find(si, inputs, step)
-            step(self.get_call)
-            if self._same(self._get(vm, inputs), inputs[self.value_key]):
-                return result
-        # Waiting for the lock may outlast a vCenter session: log in again once it is ours.
-        with _VGPU_CHANGES, _Failures(self, inputs, "update") as step, self._session(inputs) as si:
-            vm = self._find(si, inputs, step)
-            with self._drained(inputs, vm):
-                self._apply(vm, inputs, inputs[self.value_key], step)
-        return result
-
-    @contextmanager
-    def _drained(self, inputs: dict[str, Any], vm: Any) -> Iterator[None]:
-        """Cordon and drain the VM's node, run the change, wait for the node to boot and be Ready,
-        uncordon; on any failure uncordon (the vGPU change itself restores the power state, so the
-        previous profile stays in force when it fails)."""
-        from components.vsphere import hostops
-
-        if not hostops.is_powered_on(vm):  # no pods run on it, and it stays off
-            yield
-            return
-        with _cluster_node(inputs, self._target_label(inputs)) as node:
-            if node is None:
-                yield
-                return
-            boot = node.boot_id()
-            node.cordon()
-            try:
-                node.drain()
-                yield
-                node.wait_rebooted(boot)
-                node.wait_ready()
-            except BaseException:
-                try:
-                    node.uncordon()
-                except Exception:  # noqa: BLE001 - the first error is the one to report
-                    pass
-                raise
-            node.uncordon()
+        """Nothing on vSphere: a profile change is the node's roll (components/vsphere/roll.py, NodeRoll),
+        which drains the node and changes one VM at a time; this resource keeps the profile it attached
+        (LabVms registers it with ignore_changes on `profile`). What changes here (the connection, the
+        kubeconfig, oc) only reaches the state."""
+        return UpdateResult({**_plain(news), ORIGINAL: _plain(olds).get(ORIGINAL)})
 
 
 _ADVANCED_OPTION = AdvancedOptionProvider()
@@ -865,9 +777,9 @@ class VmVgpuProfile(Resource):
     changes vGPU devices only on a powered-off VM: a running VM is shut down, reconfigured
     and powered on again. Delete removes the device (or restores a vGPU found at create).
 
-    A profile change on an existing VM rolls: one VM at a time, and with ``kubeconfig`` its node
-    ``node_name`` is cordoned and drained with ``oc`` before the power-off and uncordoned once it is
-    Ready again (an unreachable cluster: a warning, and the vSphere change alone).
+    A profile change on an existing VM is not this resource's: the node's roll makes it
+    (components/vsphere/roll.py), one node at a time and drained. ``kubeconfig``, ``oc`` and
+    ``node_name`` stay among its inputs so that labs built before the roll see no change.
     """
 
     original: pulumi.Output[str]

@@ -336,3 +336,53 @@ def set_vgpu_profile(vm: Any, profile: str) -> None:
     finally:
         if was_on:
             WaitForTask(vm.PowerOnVM_Task())
+
+
+# ---------------------------------------------------------------- a node's roll (components/vsphere/roll.py)
+
+
+def get_roll_settings(vm: Any) -> dict[str, Any]:
+    """What a roll compares: vCPUs, memory (MB), memory reservation (MB), hardware version (its number,
+    `vmx-19` -> 19) and vGPU profile ("" for none)."""
+    config = vm.config
+    allocation = config.memoryAllocation
+    version = str(config.version or "")
+    return {
+        "cpus": int(config.hardware.numCPU),
+        "memoryMb": int(config.hardware.memoryMB),
+        "memoryReservationMb": int(allocation.reservation or 0) if allocation is not None else 0,
+        "hardwareVersion": int(version.removeprefix("vmx-")) if version.removeprefix("vmx-").isdigit() else None,
+        "vgpuProfile": get_vgpu_profile(vm),
+    }
+
+
+def reconfigure_for_roll(vm: Any, settings: dict[str, Any]) -> None:
+    """Apply the roll's settings to a powered-off VM in one ReconfigVM_Task, then upgrade its hardware
+    version when asked (UpgradeVM_Task also needs it off; a version is never downgraded)."""
+    spec: Any = vim.vm.ConfigSpec()
+    changed = False
+    if settings.get("cpus") is not None:
+        spec.numCPUs, changed = int(settings["cpus"]), True
+    if settings.get("memoryMb") is not None:
+        spec.memoryMB, changed = int(settings["memoryMb"]), True
+    if settings.get("memoryReservationMb") is not None:
+        reservation = int(settings["memoryReservationMb"])
+        spec.memoryAllocation = vim.ResourceAllocationInfo(reservation=reservation)
+        # a vGPU VM reserves all its memory: keep the reservation at the memory size as it changes
+        spec.memoryReservationLockedToMax = reservation > 0 and reservation == int(
+            settings.get("memoryMb") or vm.config.hardware.memoryMB)
+        changed = True
+    if "vgpuProfile" in settings:
+        change = vgpu_device_change(vm, settings.get("vgpuProfile") or "")
+        if change is not None:
+            spec.deviceChange, changed = [change], True
+    if changed:
+        WaitForTask(vm.ReconfigVM_Task(spec=spec))
+    if settings.get("hardwareVersion") is not None:
+        WaitForTask(vm.UpgradeVM_Task(version=f"vmx-{int(settings['hardwareVersion']):02d}"))
+
+
+def power_on(vm: Any) -> None:
+    """Power the VM on (nothing when it runs)."""
+    if vm.runtime.powerState != vim.VirtualMachine.PowerState.poweredOn:
+        WaitForTask(vm.PowerOnVM_Task())

@@ -7,7 +7,7 @@ rules: anti-affinity rules that spread them over the worker hosts, or, where `wo
 places each worker, a should-run-on rule per worker host.
 
 A running VM is never touched by what only its first boot reads (template, customization,
-ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS.
+ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS in provider_facts.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from components.secrets import LabSecrets
 from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
+from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
+from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
@@ -79,24 +81,31 @@ class LabVmsArgs:
     """Secret: the cluster's admin kubeconfig; with it a vGPU profile change drains each node first."""
     oc: str = "oc"
     """The oc binary that drains and uncordons the nodes (gpu-lab:openshift.oc)."""
+    drain_timeout_s: int = DEFAULT_DRAIN_TIMEOUT_S
+    """How long a node's drain may take before its roll stops (gpu-lab:openshift.drainTimeoutS)."""
 
 
-# What only a VM's first boot reads. After create, changing them would do harm and no good on a
-# running VM: pulumi-vsphere replaces a VM on any change under `clone` (template, customization;
-# terraform-provider-vsphere, resource_vsphere_virtual_machine.go, resourceVSphereVirtualMachineCustomizeDiff:
-# every changed key under clone.0 is ForceNew) and reboots it on a changed `extra_config` (its
-# expandExtraConfig: extra_config_reboot_required defaults to true, force_power_off too), while the
-# guest reads ignition, cloud-init and kernel arguments only at first boot. So they reach new VMs
-# only; `pulumi up --replace <urn>` rolls them to an old one (docs/day2.md).
-FIRST_BOOT_INPUTS = [
-    "clone",  # template and customization: a change would replace the VM
-    "extraConfig",  # ignition, cloud-init, static network kernel arguments: read at first boot, a change reboots
-    # the template's guest OS, firmware and SCSI type follow the template; guest_id and firmware changes
-    # reboot (getWithRestart in virtual_machine_config_structure.go), and a template change must not
-    "guestId",
-    "firmware",
-    "scsiType",
+# What powers a running cluster node's VM off to change it, and which the node's NodeRoll applies
+# instead, one node at a time and drained (components/vsphere/roll.py): pulumi-vsphere would power
+# every VM of a group off at the same moment. terraform-provider-vsphere, virtual_machine_config_structure.go:
+# expandCPUCountConfig and expandMemorySizeConfig set reboot_required for more vCPUs or memory without hot
+# add (and for less), and the resource's Update upgrades the hardware version on a powered-off VM; the
+# memory reservation follows the memory on a vGPU VM. Under ignore_changes the provider keeps the value it
+# has in its state: adding them to a running lab changes nothing (no input of the VM changes).
+ROLLED_VM_INPUTS = [
+    "numCpus",
+    "memory",
+    "memoryReservation",
+    "memoryReservationLockedToMax",
+    "hardwareVersion",
 ]
+CONSTANT_REBOOT_INPUTS = ("enableDiskUuid",)
+"""Inputs on the provider's reboot list (VM_REBOOT_KEYS) that every VM sets to one value of gpu-lab's:
+a release that changes one must roll it too (tests/vsphere/test_vsphere_program.py checks that every
+reboot-list input a VM sets is a first-boot input, rolled, or here)."""
+REBOOT_LIST = VM_REBOOT_KEYS
+CLUSTER_ROLES = ("control-plane", "worker")
+"""The VMs that are cluster nodes, and so roll; the bootstrap VM is short-lived and keeps the provider's way."""
 
 
 def spread_groups(worker_names: Sequence[str], host_count: int) -> list[list[str]]:
@@ -143,6 +152,8 @@ class LabVms(pulumi.ComponentResource):
         host_ids = args.fabric.host_ids  # the fabric's lookups: the same worker hosts, in the same datacenter
 
         self.machines = {}
+        self.rolls: dict[str, NodeRoll] = {}
+        previous_roll: NodeRoll | None = None
         summary: dict[str, pulumi.Output] = {}
         for vm in args.vms:
             on_management_host = vm.role != "worker"
@@ -192,7 +203,7 @@ class LabVms(pulumi.ComponentResource):
                 wait_for_guest_ip_timeout=0,
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    ignore_changes=FIRST_BOOT_INPUTS,
+                    ignore_changes=FIRST_BOOT_INPUTS + (ROLLED_VM_INPUTS if vm.role in CLUSTER_ROLES else []),
                     # A replacement has the old VM's name, MAC and addresses (and needs its GPU share):
                     # vCenter refuses a second VM of that name in the folder, so the old one goes first.
                     delete_before_replace=True,
@@ -201,10 +212,28 @@ class LabVms(pulumi.ComponentResource):
                 ),
             )
             self.machines[vm.name] = machine
+            vgpu = None
             if vm.vgpu_profile:
-                VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
-                              kubeconfig=args.kubeconfig, oc=args.oc, node_name=vm.name,
-                              opts=pulumi.ResourceOptions(parent=self))
+                # It attaches the vGPU at create and removes it on delete; a profile change is the node's
+                # roll (below), so the profile it holds stays the one it attached. Deleted with its VM: a VM
+                # that goes is not power-cycled first to take its vGPU off.
+                vgpu = VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
+                                     kubeconfig=args.kubeconfig, oc=args.oc, node_name=vm.name,
+                                     opts=pulumi.ResourceOptions(parent=self, ignore_changes=["profile"],
+                                                                 deleted_with=machine))
+            if vm.role in CLUSTER_ROLES:
+                # One node after the other: each roll starts once the previous node's is done, and none
+                # starts after a failed one.
+                roll = NodeRoll(
+                    f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
+                    cpus=vm.cpus, memory_mb=memory_mb,
+                    memory_reservation_mb=memory_mb if vm.vgpu_profile else None,
+                    hardware_version=vs.hardware_version, vgpu_profile=vm.vgpu_profile,
+                    kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s,
+                    opts=pulumi.ResourceOptions(
+                        parent=self, deleted_with=machine,
+                        depends_on=[r for r in (vgpu, previous_roll) if r is not None]))
+                self.rolls[vm.name] = previous_roll = roll
             summary[vm.name] = pulumi.Output.from_input({
                 "role": vm.role,
                 "host": vm.host,

@@ -39,9 +39,9 @@ def test_the_lab_is_openshift(stack_run):
     by_name(stack_run, "RoleBinding", "rdma-shared-dp-privileged")
 
 
-def test_addons_wait_for_the_vms_through_their_provider(monkeypatch):
-    # The SDK sends depends_on on a component as the URNs of that component's resources. Only the
-    # add-ons' Kubernetes provider carries them; the engine orders a resource after its provider and,
+def test_addons_wait_for_the_vms_through_their_provider_and_their_node(monkeypatch):
+    # The SDK sends depends_on on a component as the URNs of that component's resources. The add-ons'
+    # Kubernetes provider carries them; the engine orders a resource after its provider and,
     # on delete, treats the provider reference as a dependency (pulumi/pulumi
     # pkg/resource/graph/dependency_graph.go, DependingOn: a candidate whose Provider is in the set
     # depends on it), so every add-on is created after every VM and node and deleted before them.
@@ -67,11 +67,19 @@ def test_addons_wait_for_the_vms_through_their_provider(monkeypatch):
     node_and_vm_urns = {r.urn for r in run.resources if r.urn.split("::")[-1].startswith(("vms-", "openshift-nodes-"))}
     children = [c for c in run.children_of(addons.name) if c.urn != provider.urn]
     assert children, "the add-ons' resources are the component's children"
+    node_urns = {n.name.removeprefix("openshift-nodes-"): n.urn for n in nodes}
+    pinned = 0
     for child in children:
         key = f"{child.type}::{child.name}"
         assert providers[key].startswith(provider.urn + "::"), child.name
-        # no child lists the nodes and VMs itself: that is what made the edges grow with the square
-        assert not node_and_vm_urns & set(dependencies[key]), child.name
+        # Only an object pinned to one node lists that node (it must go before the node when the node
+        # is removed, tests/engine/test_provider_orders_deletes.py); none lists every node and VM,
+        # which made the edges grow with the square.
+        node = (child.inputs.get("spec", {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}).get(
+            "kubernetes.io/hostname")
+        assert node_and_vm_urns & set(dependencies[key]) == ({node_urns[node]} if node else set()), child.name
+        pinned += bool(node)
+    assert pinned >= len(builders.WORKERS)  # one nvidia-smi Job per worker, at least
     # the kubeconfig comes from the OpenShift install, as a secret
     assert provider.secret_paths() == ["kubeconfig"]
 

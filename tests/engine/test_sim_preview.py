@@ -77,3 +77,27 @@ def test_sim_preview_refuses_up_on_a_lab_stack():
                           text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
     assert "--up runs only on the sim stack" in proc.stderr
+
+
+@pytest.mark.built_by_hand
+def test_sim_stack_previews_as_a_read_only_user():
+    # What the pull-request preview job does (docs/security.md): a vCenter user whose role is
+    # Read-only (lab-vcsim refuses it every method that would change the inventory).
+    proc = run_script("--stack", "sim", "--read-only")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "with the Read-only user lab-reader" in proc.stdout
+    assert re.search(r"PASS preview --policy-pack policies: 34 to create", proc.stdout), out
+
+
+@pytest.mark.built_by_hand
+def test_a_built_lab_previewed_as_a_read_only_user_plans_only_login_updates():
+    proc = run_script("--stack", "sim", "--up", "--read-only")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "PASS read-only preview as lab-reader: nothing to create, replace or delete" in proc.stdout
+    # The pyvmomi resources carry the vCenter login as inputs: the Read-only login is an update of
+    # each of them (3 hosts x 4 settings, 3 vGPU profiles), and of nothing else.
+    planned = re.findall(r"^  \((\w+)\)\t(\S+)  (\S+)$", proc.stdout, re.M)
+    assert {(op, kind) for op, kind, _ in planned} == {("update", "pulumi-python:dynamic:Resource")}, out
+    assert len(planned) == 15, out

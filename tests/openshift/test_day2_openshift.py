@@ -1,7 +1,7 @@
 """docs/day2.md, the OpenShift rows: each change planned before and after under mocks, and what the
 engine would do to a running lab, as tools.diff tells it from the providers' rules (pulumi-command:
 only `triggers` replaces, an update runs `update` else `create`; pulumi-vsphere's ForceNew inputs
-and reboot list; our own dynamic providers' diff and check), each cited in tools/diff.py.
+and reboot list; our own dynamic providers' diff and check), each cited in tools/diff/rules.py.
 
 `steps(base, new)` is {name: (op, effects)} of every resource that is not left as it is.
 """
@@ -202,3 +202,59 @@ def test_asking_for_the_install_wait_on_a_running_lab_runs_it_once(lab):
     config, base = lab
     found = steps(base, run(edited(config, "gpu-lab:openshift.waitForInstall", True)))
     assert found == {"openshift-wait-install": ("create", ("rerun",))}
+
+
+@pytest.mark.parametrize("key, value", [("address", "172.16.7.6"), ("port", 2222), ("user", "core")])
+def test_move_the_helper_is_refused(lab, key, value):
+    config, base = lab
+    helper = {**config["gpu-lab:openshift"]["helper"], key: value}
+    (refused,) = refusals(base, run(edited(config, "gpu-lab:openshift.helper", helper)))
+    # pulumi-command sends the whole `connection` as one secret, so replace_on_changes on
+    # connection.host never fires: the steps would rerun on the new helper and nothing would undo the old
+    assert refused.startswith(f"lab-identity: openshift.helper.{key}: ")
+    assert "pulumi-command sends a Command's whole connection as one secret" in refused
+    assert "bootstrap.ign" in refused and "rebuild the lab on purpose" in refused
+    # the address is also every running node's nameserver, a first-boot kernel argument
+    assert ("nameserver" in refused) == (key == "address")
+
+
+def test_the_guard_holds_without_the_engines_check(lab):
+    """`pulumi up --target <urn>` skips lab-identity's check (the engine stubs out Check for resources
+    that are not targeted: pulumi/pulumi pkg/resource/deploy/step_generator.go), and `--replace` of
+    lab-identity calls it without the old inputs. The program itself reads the deployed identity from
+    the stack's state (here the mocks hand it the base run, as the engine's readStackResourceOutputs
+    would) and stops before anything is registered, with every problem of a multi-key edit."""
+    config, base = lab
+    several = edited(edited(edited(config, "gpu-lab:openshift.clusterName", "kub2"),
+                            "gpu-lab:openshift.helper", {**config["gpu-lab:openshift"]["helper"], "port": 2222}),
+                     "gpu-lab:vsphere.workers.names", ["w01", "w03", "w04"])
+    with pytest.raises(Exception) as refused:
+        run_program(several, deployed=base)
+    message = str(refused.value)
+    assert type(refused.value).__name__ == "RunError" and message.startswith("a running lab cannot take this edit")
+    for fragment in ("openshift.clusterName: 'kub1' -> 'kub2'", "openshift.helper.port: 22 -> 2222",
+                     "vsphere: the edit adds or removes a node"):
+        assert fragment in message
+    # the same problems as the preview's check: make diff and the engine agree
+    assert len(refusals(base, run(several))) == 3
+    # an edit the lab can take passes, and nothing deployed yet passes
+    assert run_program(edited(config, "gpu-lab:vsphere.workers.names", [*builders.WORKERS, "w05"]), deployed=base)
+    assert run_program(several).resources
+
+
+def test_a_guard_that_cannot_read_the_deployed_section_warns(lab):
+    from components.identity import _IdentityProvider, identity_problems, identity_warnings
+
+    config, base = lab
+    old = base.named("lab-identity").plain()
+    old["vsphere"] = {**old["vsphere"], "retiredKey": True}  # a section an older gpu-lab wrote
+    new = run(config).named("lab-identity").plain()
+    assert identity_problems(old, new) == []
+    (warning,) = identity_warnings(old, new)
+    assert warning.startswith("vsphere: the deployed section was written by an older gpu-lab and cannot be read")
+    assert "retiredKey" in warning
+    # a deployment that recorded no helper yet (an older gpu-lab): said, not passed silently
+    del old["helper"]
+    assert any(w.startswith("openshift.helper address, port and user: the deployed lab was built by a gpu-lab "
+                            "that did not record them") for w in identity_warnings(old, new))
+    assert _IdentityProvider().warnings(old, new) == identity_warnings(old, new)

@@ -454,6 +454,27 @@ def test_ignition_script_runs_the_installer_and_returns_what_the_cluster_needs_l
     assert "mastersSchedulable: false" in (tmp_path / "scheduler-seen").read_text()
 
 
+def test_ignition_script_keeps_the_install_dir_and_its_credentials_private(tmp_path):
+    # The runner keeps build/<stack>/openshift-install after the job: the kubeconfig, the kubeadmin
+    # password and the installer's state in it must not be readable by the runner's other users,
+    # even when the caller's umask is 022, the dir does not exist yet, and the installer picks
+    # world-readable modes for a file of its own.
+    (tmp_path / "bin").mkdir()
+    installer = executable(tmp_path / "bin" / "openshift-install",
+                           FAKE_INSTALLER + 'echo log > "$dir/.openshift_install.log"; chmod 644 "$dir/.openshift_install.log"\n')
+    install_dir = tmp_path / "build" / "lab" / "openshift-install"
+    script = render_ignition_script(str(install_dir), str(installer))
+    result = subprocess.run(["sh", "-c", f"umask 022; {script}"], input=render_install_config(guide(), PULL, SSH),
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(install_dir.stat().st_mode) == 0o700
+    found = {p.relative_to(install_dir).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in install_dir.rglob("*")}
+    assert {"auth/kubeconfig", "auth/kubeadmin-password", ".openshift_install_state.json",
+            ".openshift_install.log", "manifests"} <= set(found)
+    assert {path: mode for path, mode in found.items() if mode & 0o077} == {}
+    assert stat.S_IMODE(install_dir.parent.stat().st_mode) & 0o077 == 0  # the parents it made, too
+
+
 def test_ignition_script_keeps_a_compact_control_plane_schedulable(tmp_path):
     result, _ = run_ignition_script(tmp_path, schedulable=True)
     assert result.returncode == 0, result.stderr
@@ -550,6 +571,10 @@ FAKE_OC = textwrap.dedent("""\
             nodes.append(csr["joins"])
             pending.append({"name": csr["name"] + "-serving", "user": "system:node:" + csr["joins"], "request": "x"})
         save("pending.json", pending); save("nodes.json", nodes); save("approved.json", approved)
+    elif args[:2] == ["adm", "drain"] and os.path.exists(os.path.join(state, "drain-fails")):
+        # as oc 4.x reports a pod a PodDisruptionBudget protects, once --timeout has passed
+        sys.exit('error when evicting pods/"train-0" -n "ml" (will retry after 5s): Cannot evict pod as it '
+                 "would violate the pod disruption budget; there are pending nodes to be drained: " + args[2])
     elif args[:2] in (["adm", "cordon"], ["adm", "drain"]):
         pass
     elif args[:2] == ["delete", "node"]:
@@ -648,10 +673,10 @@ def test_a_node_that_leaves_is_drained_then_deleted(tmp_path):
     calls = (state / "calls").read_text().splitlines()
     drain = [c for c in calls if c.split()[0] in ("adm", "delete")]
     assert drain == [
-        "adm cordon dgx-0", "adm drain dgx-0 --ignore-daemonsets --delete-emptydir-data --force --timeout=900s",
+        "adm cordon dgx-0", "adm drain dgx-0 --ignore-daemonsets --delete-emptydir-data --timeout=900s",
         "delete node dgx-0",
         "adm cordon dgx-1.pod1.nvidia.com",
-        "adm drain dgx-1.pod1.nvidia.com --ignore-daemonsets --delete-emptydir-data --force --timeout=900s",
+        "adm drain dgx-1.pod1.nvidia.com --ignore-daemonsets --delete-emptydir-data --timeout=900s",
         "delete node dgx-1.pod1.nvidia.com"]
     # a node the cluster does not know, and a cluster that does not answer, are nothing to undo
     again = run_oc_script(render_remove_node_script(guide(), str(oc), "dgx-0"), state)
@@ -659,6 +684,22 @@ def test_a_node_that_leaves_is_drained_then_deleted(tmp_path):
     (state / "unreachable").touch()
     gone = run_oc_script(render_remove_node_script(guide(), str(oc), "cp-0"), state)
     assert gone.returncode == 0 and "does not answer" in gone.stderr
+
+
+def test_a_node_whose_drain_fails_stays_in_the_cluster_and_the_removal_fails(tmp_path):
+    """No --force: a pod protected by a PodDisruptionBudget stops the drain, and then nothing else happens:
+    exit non-zero (the engine fails the delete, so the VM's delete, which waits for it, does not run)."""
+    oc, state = fake_oc(tmp_path, [], ["cp-0", "dgx-0"])
+    (state / "drain-fails").touch()
+    result = run_oc_script(render_remove_node_script(guide(), str(oc), "dgx-0", drain_timeout_s=120), state)
+    assert result.returncode == 1
+    calls = (state / "calls").read_text().splitlines()
+    assert [c for c in calls if c.split()[0] in ("adm", "delete")] == [
+        "adm cordon dgx-0", "adm drain dgx-0 --ignore-daemonsets --delete-emptydir-data --timeout=120s"]
+    assert json.loads((state / "nodes.json").read_text()) == ["cp-0", "dgx-0"]
+    assert "drained and deleted" not in result.stdout
+    assert "node dgx-0 could not be drained within 120 s" in result.stderr
+    assert "its machine is not touched" in result.stderr
 
 
 def test_rotated_credentials_are_patched_into_the_running_cluster(tmp_path):

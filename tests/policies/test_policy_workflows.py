@@ -1,13 +1,18 @@
-"""The CI workflows run the pack the way users are told to, and feed every lab secret."""
+"""The CI workflows run the pack the way users are told to, feed up every lab secret, and hold
+each job to what docs/security.md says it may do and receive."""
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
 from policy_helpers import ROOT
 
-from components.secrets import SECRET_KEYS  # the program's list of secrets
+from components.secrets import PREVIEW_OPTIONAL, SECRET_KEYS  # the program's list of secrets
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -64,15 +69,185 @@ def test_the_up_config_turns_an_unpinned_host_into_a_mandatory_violation():
     assert {v.level for v in report.verdicts if v.policy == "command-connect-timeout"} == {"advisory"}
 
 
-@pytest.mark.parametrize("name, job", [("preview.yml", "preview"), ("up.yml", "up")])
-def test_every_lab_secret_comes_from_github_secrets(name, job):
-    _, jobs = _load(name)
-    script = _runs(jobs[job])
+def _secrets_set(script):
+    """Config key -> the environment variable its `set_secret` line reads."""
+    return dict(re.findall(r"set_secret (\S+) \"\$(\w+)\"", script))
+
+
+def test_up_sets_every_lab_secret_from_github_secrets():
+    _, jobs = _load("up.yml")
+    script = _runs(jobs["up"])
     for _attribute, namespace, key, is_object in SECRET_KEYS:
         if is_object:
             assert f"{namespace}:{key}." in script, key
         else:
-            assert re.search(rf"set_secret {namespace}:{key} \"\$\w+\"", script), key
-    text = (WORKFLOWS / name).read_text()
-    for env_name in re.findall(r"set_secret \S+ \"\$(\w+)\"", script):
+            assert f"{namespace}:{key}" in _secrets_set(script), key
+    text = (WORKFLOWS / "up.yml").read_text()
+    for env_name in _secrets_set(script).values():
         assert re.search(rf"{env_name}: \$\{{\{{ secrets\.\w+ \}}\}}", text), env_name
+
+
+# ---------------------------------------------------------------- pull requests: least privilege
+# What docs/security.md says each job receives is read here from the workflow files themselves.
+
+# The secrets that let a job change the lab: vCenter's admin password, the helper node's SSH key,
+# the switches' passwords. Only up.yml (environment lab) may name them.
+WRITE_SECRETS = {"VSPHERE_PASSWORD", "HELPER_SSH_PRIVATE_KEY", "SWITCH_PASSWORDS"}
+PREVIEW_SECRETS = {"PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE",
+                   "VSPHERE_PREVIEW_USER", "VSPHERE_PREVIEW_PASSWORD", "OPENSHIFT_PULL_SECRET",
+                   "OPENSHIFT_SSH_PUBLIC_KEY", "KUBECONFIG", "NVIDIA_LICENSE_TOKEN", "GRIDD_CONF",
+                   "REGISTRY_AUTH", "BITFUSION_CLIENT_TOKEN"}
+
+
+def _code(text: str) -> str:
+    """Shell or YAML without its comment lines."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def _secrets_named(job) -> set[str]:
+    return set(re.findall(r"secrets\.(\w+)", yaml.safe_dump(job)))
+
+
+def test_pull_requests_run_only_on_pull_request_never_pull_request_target():
+    on, _ = _load("preview.yml")
+    assert set(on) == {"pull_request"}  # pull_request_target would run a fork's code with the base's secrets
+    for name in ("preview.yml", "up.yml"):
+        assert "pull_request_target" not in _load(name)[0]
+
+
+def test_every_pull_request_gets_the_offline_diff_and_the_policy_tests_with_no_secret():
+    _, jobs = _load("preview.yml")
+    for name in ("policy-pack", "day-2-diff"):
+        job = jobs[name]
+        assert job["runs-on"] == "ubuntu-latest", name  # GitHub's runner: not the lab's network
+        assert "environment" not in job and "if" not in job, name  # every pull request, forks too
+        assert _secrets_named(job) == set(), name
+    assert "pytest -q tests/policies" in _runs(jobs["policy-pack"])
+    # the pack's verdicts on the lab stack, unpinned hosts included (the read-only preview cannot see
+    # a connection whose key it is not given: it is unknown there)
+    assert re.search(r"make plan STACK=lab\b", _runs(jobs["policy-pack"]))
+    diff = _runs(jobs["day-2-diff"])
+    assert re.search(r"make diff STACK=lab BASE=\S+", diff)
+    assert "GITHUB_STEP_SUMMARY" in diff
+
+
+def test_the_lab_preview_waits_for_a_reviewer_never_runs_for_forks_and_reads_only():
+    _, jobs = _load("preview.yml")
+    job = jobs["preview"]
+    assert job["environment"] == "lab-preview"  # required reviewers (docs/security.md)
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in job["if"]
+    assert "gpu-lab-preview" in job["runs-on"] and "gpu-lab" not in job["runs-on"]  # not up's runner
+    named = _secrets_named(job)
+    assert named & WRITE_SECRETS == set()
+    assert named <= PREVIEW_SECRETS, named - PREVIEW_SECRETS
+    # the file's code (its comments name them to say they are never given) never mentions them
+    assert not WRITE_SECRETS & set(re.findall(r"\b[A-Z_]+\b", _code((WORKFLOWS / "preview.yml").read_text())))
+    script = _code(_runs(job))
+    keys = _secrets_set(script)
+    assert keys["vsphere:password"] == "VSPHERE_PREVIEW_PASSWORD"
+    assert 'vsphere:user "$VSPHERE_PREVIEW_USER"' in script
+    # a preview runs no Command: the helper key and the switch passwords stay unset
+    assert "gpu-lab:helperSshPrivateKey" not in keys and "gpu-lab:switchPasswords" not in script
+    assert set(keys) == {f"{n}:{k}" for a, n, k, is_object in SECRET_KEYS
+                         if not is_object and a not in PREVIEW_OPTIONAL}
+    assert not re.search(r"pulumi (up|destroy|refresh|import|state)\b", script)
+
+
+def test_the_preview_and_up_start_from_a_clean_runner():
+    for name, job in (("preview.yml", "preview"), ("up.yml", "up")):
+        steps = _load(name)[1][job]["steps"]
+        runs = [s.get("run", "") for s in steps]
+        checkout = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/checkout@"))
+        wipe = next(i for i, r in enumerate(runs) if 'find "$GITHUB_WORKSPACE" -mindepth 1' in r)
+        home = next(i for i, r in enumerate(runs) if "PULUMI_HOME=" in r)
+        assert wipe < checkout and home < checkout, name
+        assert re.search(r'home="\$RUNNER_TEMP/pulumi-home"', runs[home]) and 'rm -rf "$home"' in runs[home], name
+        assert '>> "$GITHUB_ENV"' in runs[home], name
+        assert steps[checkout]["with"]["persist-credentials"] is False, name
+        assert any(s.get("if") == "always()" and 'rm -rf "${PULUMI_HOME:?}"' in s.get("run", "") for s in steps), name
+
+
+# ---------------------------------------------------------------- up: only main, only approved
+
+
+def test_up_runs_only_from_main():
+    on, jobs = _load("up.yml")
+    job = jobs["up"]
+    assert set(on) == {"push", "workflow_dispatch"} and on["push"]["branches"] == ["main"]
+    assert job["if"] == "github.ref == 'refs/heads/main'"
+    first = job["steps"][0]
+    assert first["env"]["REF"] == "${{ github.ref }}"
+    for ref, refused in (("refs/heads/main", False), ("refs/heads/feature", True), ("refs/tags/v1", True),
+                         ("refs/pull/7/merge", True), ("refs/heads/main-old", True)):
+        done = subprocess.run(["bash", "-c", first["run"]], env={"REF": ref, "PATH": os.environ["PATH"]},
+                              capture_output=True, text=True, timeout=30)
+        assert (done.returncode != 0) == refused, ref
+        assert (f"not from {ref}" in done.stderr) == refused
+
+
+def _environment_check():
+    """The up job's step that asks the GitHub API for the lab environment, and its Python."""
+    _, jobs = _load("up.yml")
+    steps = jobs["up"]["steps"]
+    step = next(s for s in steps if "/environments/lab" in s.get("run", ""))
+    program = step["run"].split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0]
+    return steps.index(step), step, program
+
+
+# The shape GitHub's REST API returns for GET /repos/{owner}/{repo}/environments/{name}
+# ("REST API endpoints for deployment environments", https://docs.github.com/en/rest/deployments/environments).
+PROTECTED = {"name": "lab", "protection_rules": [
+    {"id": 3736, "type": "wait_timer", "wait_timer": 30},
+    {"id": 3755, "type": "required_reviewers", "prevent_self_review": True,
+     "reviewers": [{"type": "Team", "reviewer": {"slug": "lab-admins"}}]}],
+    "deployment_branch_policy": {"protected_branches": False, "custom_branch_policies": True}}
+
+
+@pytest.mark.parametrize("environment, problem", [
+    (PROTECTED, None),
+    ({**PROTECTED, "protection_rules": [PROTECTED["protection_rules"][0]]}, "requires no reviewer"),
+    ({**PROTECTED, "protection_rules": [{"id": 1, "type": "required_reviewers", "reviewers": []}]},
+     "requires no reviewer"),
+    ({"name": "lab", "protection_rules": [], "deployment_branch_policy": None}, "requires no reviewer"),
+    ({**PROTECTED, "deployment_branch_policy": None}, "deploys any branch"),
+])
+def test_up_stops_when_the_lab_environment_needs_no_reviewer(tmp_path, environment, problem):
+    index, step, program = _environment_check()
+    _, jobs = _load("up.yml")
+    assert jobs["up"]["environment"] == "lab" and index <= 1  # before the workspace is even prepared
+    assert step["env"]["GH_TOKEN"] == "${{ github.token }}"
+    data = yaml.safe_load((WORKFLOWS / "up.yml").read_text())
+    assert data["permissions"] == {"contents": "read", "actions": "read"}  # actions: read lets the token read it
+    path = tmp_path / "environment.json"
+    path.write_text(json.dumps(environment))
+    done = subprocess.run([sys.executable, "-", str(path)], input=program, capture_output=True, text=True,
+                          timeout=30)
+    assert (done.returncode == 0) == (problem is None), done.stderr
+    if problem:
+        assert problem in done.stderr
+
+
+def test_up_removes_the_install_directory_whatever_happened():
+    _, jobs = _load("up.yml")
+    last = jobs["up"]["steps"][-1]
+    assert last["if"] == "always()"
+    assert "rm -rf build/*/openshift-install" in last["run"]
+    # where the program puts it by default (components/openshift/component.py)
+    from components.openshift import component
+    assert 'f"build/{pulumi.get_stack()}/openshift-install"' in Path(component.__file__).read_text()
+
+
+PINNED = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml"])
+def test_every_action_is_pinned_by_commit(name):
+    _, jobs = _load(name)
+    uses = [s["uses"] for job in jobs.values() for s in job["steps"] if "uses" in s]
+    assert uses
+    for action in uses:
+        assert PINNED.match(action), action
+    # the tag beside each pin, for whoever updates it
+    for line in (WORKFLOWS / name).read_text().splitlines():
+        if "uses:" in line:
+            assert re.search(r"@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), line

@@ -271,3 +271,25 @@ def test_program_refuses_a_bad_switch_config_before_any_resource(edit, path, req
         run_program(_mutate(edit))
     # each run registers its own root Stack before the program starts; nothing else may follow
     assert [r.type for r in requests.values()] == ["pulumi:pulumi:Stack"]
+
+
+def test_a_switchs_os_change_is_refused_before_any_step():
+    """onyx -> cumulus would replace the apply and then run the 16 Onyx undo Commands against a switch
+    that now runs Cumulus (each fails; Onyx's rollback file is never removed): refused by the guard,
+    naming the way through (remove the switch in one `up`, add it back with the new OS in the next)."""
+    from tools.diff import refusals
+
+    base_config = builders.lab_stack()
+    changed = copy.deepcopy(base_config)
+    sw = changed["gpu-lab:switches"][0]
+    sw["os"], sw["ports"] = "cumulus", {"hosts": ["swp1", "swp2", "swp3", "swp4"]}
+    base = run_program(base_config)
+    (refused,) = refusals(base, run_program(changed))
+    assert refused.startswith(f"lab-identity: switches: {sw['name']}: os 'onyx' -> 'cumulus': ")
+    assert "remove the switch from gpu-lab:switches in one `pulumi up`" in refused
+    with pytest.raises(Exception, match="os 'onyx' -> 'cumulus'"):
+        run_program(changed, deployed=base)  # --target cannot get around it either
+    # removing it, then adding it back with the new OS, is two edits the guard lets through
+    removed = copy.deepcopy(base_config)
+    removed["gpu-lab:switches"] = []
+    assert refusals(base, run_program(removed)) == []

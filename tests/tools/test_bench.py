@@ -69,3 +69,30 @@ def test_bench_preview_skips_a_baseline_without_the_sim_stack(tmp_path, capsys):
     assert bench_preview.main(["--baseline", str(tmp_path)]) == bench_preview.SKIP
     assert capsys.readouterr().out.startswith(f"SKIP the sim stack is not in {tmp_path}: no ")
 
+
+
+def test_bench_reports_each_size_as_it_goes_and_keeps_no_manifest(tmp_path, capsys):
+    # A time limit smaller than the first size's run: the first size is measured and printed with
+    # its dependency counts, the next one is named as not measured, and no floor manifest stays.
+    assert bench.main(["--sizes", "4,8", "--repeat", "1", "--time-limit", "0.001", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-3:] == ["edges/res", "state", "URNs/res"]
+    assert lines[2].split()[0] == "4" and lines[2].endswith("an estimate after two sizes]")
+    assert lines[3].startswith("not measured: 8 workers (")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+    import json
+
+    (row,) = json.loads((tmp_path / "results.json").read_text())["rows"]
+    assert row["program"]["edges"] > row["program"]["resources"] > 0
+    assert row["program"]["stateUrns"] >= row["program"]["edges"]
+
+
+def test_bench_estimates_a_size_from_the_two_largest_measured():
+    assert bench.estimate_seconds(512, {4: 10.0}) is None
+    assert bench.estimate_seconds(512, {4: 10.0, 64: 40.0}) == pytest.approx(40.0 + 0.5 * 448)
+    assert bench.estimate_seconds(8, {4: 10.0, 64: 40.0}) == 40.0  # never below what is measured
+
+
+def test_bench_refuses_bad_sizes(capsys):
+    assert bench.main(["--sizes", "4,lots"]) == 2
+    assert "--sizes: '4,lots' is not a comma-separated list" in capsys.readouterr().err

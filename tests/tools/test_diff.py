@@ -1,7 +1,7 @@
 """tools.diff: the engine's and the providers' rules, each on a small before/after pair, then the
 program run twice under mocks (tools.mockrun.run_program) and the `make diff` command line.
 
-Each rule's test names the source the rule encodes (repository, file, function); tools/diff.py
+Each rule's test names the source the rule encodes (repository, file, function); tools/diff/
 cites the same.
 """
 
@@ -248,11 +248,25 @@ def test_dynamic_resources_are_diffed_by_their_own_provider():
     changed = dynamic("opt", option, hostName="h", key="Net.PVRDMAVmknic", value="vmk1")
     changed.inputs["password"] = {diff.SECRET: "q"}
     assert one([before], [changed])["keys"] == ["password"]
-    # hostops.set_vgpu_profile power-cycles a running VM
+    # a profile change is the node's roll, which powers the VM off and on (components/vsphere/roll.py);
+    # the vGPU resource does not compare the profile (it keeps the one it attached)
     vgpu = VgpuProfileProvider()
     old = dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01", profile="grid_v100-8c")
-    assert op_effects(old, dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01", profile="grid_v100-16c")) == (
-        "update", ["reboot"])
+    assert [s for s in steps_between([old], [dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01",
+                                                     profile="grid_v100-16c")]) if s.op in diff.OPS] == []
+    from components.vsphere.roll import NodeRollProvider
+
+    roll = NodeRollProvider()
+    base = {"vmId": "vm-1", "vmName": "w01", "cpus": 4, "memoryMb": 1024, "vgpuProfile": "grid_v100-8c"}
+    before = dynamic("roll", roll, **base)
+    for key, value in (("cpus", 8), ("memoryMb", 2048), ("vgpuProfile", "grid_v100-16c"), ("hardwareVersion", 20)):
+        after = dynamic("roll", roll, **{**base, key: value})
+        assert op_effects(before, after) == ("update", ["reboot"]), key
+    # its connection or drain timeout: an update, no reboot; another VM: replaced, no reboot (a new roll)
+    assert op_effects(before, dynamic("roll", roll, vmId="vm-1", vmName="w01", cpus=4, memoryMb=1024,
+                                      vgpuProfile="grid_v100-8c", drainTimeoutS=60)) == ("update", [])
+    assert op_effects(before, dynamic("roll", roll, vmId="vm-2", vmName="w01", cpus=4, memoryMb=1024,
+                                      vgpuProfile="grid_v100-8c")) == ("replace", ["replace"])
 
 
 def test_a_replaced_vm_makes_its_vgpu_target_unknown_and_so_replaced():
@@ -305,8 +319,9 @@ def test_protect_refuses_a_replace_and_a_delete():
     steps = steps_between([old], [res("c", inputs={**CMD, "triggers": ["b"]})])
     assert [(s.op, s.refused) for s in steps] == [("replace", "")]
     document = diff.document(steps_between([old], []), "0" * 40, STACK)
+    # the refusal is an effect too (diff.json's changes carry it, the up gate stops on it)
     assert document["changes"] == [{"type": "command:remote:Command", "name": "c", "op": "delete", "keys": [],
-                                    "effects": ["delete"]}]
+                                    "effects": ["delete", "refused"]}]
     assert document["refused"][0]["op"] == "delete"
 
 
@@ -368,3 +383,19 @@ def test_paths_parse_like_the_engine():
     assert diff.parse_path("triggers[*]") == ("triggers", "*")
     assert diff.parse_path("spec.containers[0].image") == ("spec", "containers", 0, "image")
     assert diff.contains(("triggers", "*"), ("triggers", 3)) and not diff.contains(("triggers", "*"), ("triggers",))
+
+
+def test_a_dependency_change_alone_is_state_only():
+    # pulumi/pulumi pkg/resource/deploy/step_generator.go: the diff compares inputs (and the provider);
+    # a registration whose dependencies alone changed is a `same` step that writes them into the state.
+    node = res("node")
+    job = res("job", "kubernetes:batch/v1:Job", {"spec": {}}, dependencies=[node.urn, "urn:k8s-provider"])
+    moved_to_provider = res("job", "kubernetes:batch/v1:Job", {"spec": {}}, dependencies=["urn:k8s-provider"])
+    steps = steps_between([node, job], [node, moved_to_provider])
+    assert [s.entry() for s in steps if s.op in diff.OPS] == []
+    document = diff.document(steps, "base", STACK)
+    assert document["changes"] == []
+    assert document["stateOnly"] == [{"type": "kubernetes:batch/v1:Job", "name": "job", "keys": ["dependencies"]}]
+    # a recording without dependencies (a baseline) is not read as a change
+    unrecorded = res("job", "kubernetes:batch/v1:Job", {"spec": {}})
+    assert diff.document(steps_between([node, unrecorded], [node, moved_to_provider]), "base", STACK)["stateOnly"] == []

@@ -97,6 +97,10 @@ CASES = [
      ["vsphere.vds.lacpp: unknown key", "allowed here: name, version, mtu, lacp", "did you mean lacp?"]),
     ("unknown-nested-key", lab_data(lambda c: c[OPENSHIFT]["helper"].update(adress=c[OPENSHIFT]["helper"].pop("address"))),
      ["openshift.helper.adress: unknown key", "address", "did you mean address?"]),
+    # two entries reaching one switch at the same SSH address and port: its items applied and undone twice
+    ("two-switches-one-ssh-endpoint",
+     lab_data(lambda c: c[SWITCH].append({**c[SWITCH][0], "name": "sw02"})),
+     ["switches: management address", "is given to more than one switch"]),
     ("switch-os-literal", lab_data(lambda c: c[SWITCH][0].update(os="onix")),
      ["switches[0].os: 'onix'", "'onyx' or 'cumulus'"]),
     ("pfc-priority-range", lab_data(lambda c: c[VSPHERE]["networks"]["rdma"].update(pfcPriority=9)),

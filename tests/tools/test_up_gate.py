@@ -1,12 +1,33 @@
-"""tools.up_gate: the up workflow stops on replace/delete in make diff's verdict and in the real preview's steps."""
+"""tools.up_gate: the up workflow stops on every disruptive effect (replace, delete, reboot, migrate,
+network) in make diff's verdict and in the real preview's steps, unless the dispatch input names it."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from tools import up_gate
 
-# The shape of `pulumi preview --json` (engine JSON display: steps with op, urn, diffReasons, replaceReasons).
+VM = "vsphere:index/virtualMachine:VirtualMachine"
+VM_URN = f"urn:pulumi:lab::gpu-lab::gpu-lab:vsphere:LabVms${VM}::vms-w01"
+PG_URN = ("urn:pulumi:lab::gpu-lab::gpu-lab:vsphere:RoceFabric$vsphere:index/distributedPortGroup:"
+          "DistributedPortGroup::roce-management-pg")
+
+
+def _vm(**inputs):
+    base = {"name": "w01", "numCpus": 4, "memory": 24576, "datastoreId": "datastore-a", "resourcePoolId": "rp",
+            "networkInterfaces": [{"networkId": "pg-1", "adapterType": "vmxnet3"}]}
+    return {"type": VM, "urn": VM_URN, "inputs": {**base, **inputs}}
+
+
+def _update(old, new, keys):
+    return {"op": "update", "urn": old["urn"], "oldState": old, "newState": new,
+            "detailedDiff": {k: {"kind": "update", "inputDiff": True} for k in keys}, "diffReasons": keys}
+
+
+# The shape of `pulumi preview --json` (pulumi/pulumi pkg/display/json.go, PreviewDigest and PreviewStep:
+# op, urn, oldState/newState with their inputs, detailedDiff keyed by property path, diffReasons).
 PREVIEW = {"steps": [
     {"op": "same", "urn": "urn:pulumi:lab::gpu-lab::command:remote:Command::a"},
     {"op": "update", "urn": "urn:pulumi:lab::gpu-lab::command:remote:Command::b", "diffReasons": ["create"]},
@@ -18,23 +39,93 @@ PREVIEW = {"steps": [
 ]}
 
 
+def _write(tmp_path, document, name="preview.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    return path
+
+
 def test_preview_steps_that_replace_or_delete_stop_the_update(tmp_path, capsys):
-    path = tmp_path / "preview.json"
-    path.write_text(json.dumps(PREVIEW))
+    path = _write(tmp_path, PREVIEW)
     assert up_gate.main(["preview", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "replace: urn:pulumi:lab::gpu-lab::command:remote:Command::c (replace of triggers)" in captured.out
+    assert "delete: urn:pulumi:lab::gpu-lab::command:remote:Command::d (delete)" in captured.out
+    assert "::b" not in captured.out  # a Command's rerun is not gated
+    assert "stopped on replace, delete" in captured.err and "allow_effects" in captured.err
+    assert up_gate.main(["preview", str(path), "--allow", "replace"]) == 1  # delete still stops
+    assert up_gate.main(["preview", str(path), "--allow", "replace,delete"]) == 0
+
+
+@pytest.mark.parametrize(("old", "new", "keys", "effects"), [
+    # terraform-provider-vsphere powers a VM off for more CPUs without cpu_hot_add_enabled
+    (_vm(), _vm(numCpus=8), ["numCpus"], ["reboot"]),
+    # ... but not with it: an update the lab does not feel
+    (_vm(cpuHotAddEnabled=True), _vm(cpuHotAddEnabled=True, numCpus=8), ["numCpus"], []),
+    # resourceVSphereVirtualMachineUpdateLocation: a storage vMotion
+    (_vm(), _vm(datastoreId="datastore-b"), ["datastoreId"], ["migrate"]),
+    (_vm(), _vm(resourcePoolId="rp2"), ["resourcePoolId"], ["migrate"]),
+    # a NIC's network
+    (_vm(), _vm(networkInterfaces=[{"networkId": "pg-2", "adapterType": "vmxnet3"}]),
+     ["networkInterfaces[0].networkId"], ["network"]),
+    # both at once, named together
+    (_vm(), _vm(numCpus=2, datastoreId="datastore-b"), ["numCpus", "datastoreId"], ["reboot", "migrate"]),
+])
+def test_a_preview_update_tells_reboot_migration_and_network_from_its_keys(tmp_path, capsys, old, new, keys, effects):
+    step = _update(old, new, keys)
+    assert up_gate.preview_step_effects(step) == effects
+    path = _write(tmp_path, {"steps": [step]})
+    assert up_gate.main(["preview", str(path)]) == (1 if effects else 0)
     out = capsys.readouterr().out
-    assert "replace: urn:pulumi:lab::gpu-lab::command:remote:Command::c (replaceReasons: triggers)" in out
-    assert "delete: urn:pulumi:lab::gpu-lab::command:remote:Command::d" in out and "::b" not in out
-    assert up_gate.main(["preview", str(path), "--allow"]) == 0
+    if effects:
+        assert f"{', '.join(effects)}: {VM_URN} (update of {', '.join(sorted(keys))})" in out
+        assert up_gate.main(["preview", str(path), "--allow", ",".join(effects)]) == 0
 
 
-def test_make_diffs_verdict_and_bad_files(tmp_path):
+def test_a_port_group_vlan_in_the_preview_is_network(tmp_path):
+    old = {"type": "vsphere:index/distributedPortGroup:DistributedPortGroup", "urn": PG_URN, "inputs": {"vlanId": 7}}
+    new = {**old, "inputs": {"vlanId": 0}}
+    assert up_gate.preview_step_effects(_update(old, new, ["vlanId"])) == ["network"]
+
+
+def test_a_vgpu_profile_change_in_the_preview_is_a_reboot():
+    old = {"type": "pulumi-python:dynamic:Resource", "urn": "urn:pulumi:lab::gpu-lab::pulumi-python:dynamic:Resource::v",
+           "inputs": {"kind": "vsphere-vm-vgpu", "profile": "grid_v100-16c"}}
+    new = {**old, "inputs": {"kind": "vsphere-vm-vgpu", "profile": "grid_v100-8c"}}
+    assert up_gate.preview_step_effects(_update(old, new, ["profile"])) == ["reboot"]
+
+
+def test_make_diffs_verdict_names_resources_and_effects(tmp_path, capsys):
     path = tmp_path / "diff.json"
     path.write_text(json.dumps({"changes": [{"type": "t", "name": "n", "op": "update", "keys": [], "effects": []}]}))
     assert up_gate.main(["diff", str(path)]) == 0
+    for effect in ("reboot", "migrate", "network"):
+        path.write_text(json.dumps({"changes": [
+            {"type": VM, "name": "vms-w01", "op": "update", "keys": ["k"], "effects": [effect]},
+            {"type": "command:remote:Command", "name": "c", "op": "update", "keys": ["create"], "effects": ["rerun"]}]}))
+        assert up_gate.main(["diff", str(path)]) == 1
+        out = capsys.readouterr().out
+        assert f"{effect}: {VM} vms-w01 (update of k)" in out and " c " not in out
+        assert up_gate.main(["diff", str(path), "--allow", effect]) == 0
     path.write_text(json.dumps({"changes": [{"type": "t", "name": "n", "op": "delete", "keys": [], "effects": []}]}))
     assert up_gate.main(["diff", str(path)]) == 1
     assert up_gate.main(["diff", str(tmp_path / "missing.json")]) == 2
+
+
+def test_a_refused_step_stops_whatever_is_allowed(tmp_path, capsys):
+    path = _write(tmp_path, {"changes": [{"type": VM, "name": "vms-m03", "op": "delete", "keys": [],
+                                          "effects": ["delete", "refused"]}],
+                             "refused": [{"type": VM, "name": "vms-m03", "op": "delete", "reason": "protected"}]},
+                  "diff.json")
+    assert up_gate.main(["diff", str(path), "--allow", ",".join(up_gate.GATED)]) == 1
+    captured = capsys.readouterr()
+    assert f"delete, refused: {VM} vms-m03 (delete)" in captured.out and "protect" in captured.err
+
+
+def test_an_unknown_effect_in_the_dispatch_input_is_bad_input(tmp_path, capsys):
+    path = _write(tmp_path, PREVIEW)
+    assert up_gate.main(["preview", str(path), "--allow", "replace,everything"]) == 2
+    assert "unknown effect 'everything'" in capsys.readouterr().err
 
 
 def _workflow(name):
@@ -57,7 +148,14 @@ def test_pull_requests_show_make_diff_against_their_base_in_the_summary():
 
 def test_up_gates_on_the_built_commit_and_the_real_preview_then_records_the_commit():
     on, jobs = _workflow("up.yml")
-    assert on["workflow_dispatch"]["inputs"]["allow_replace_delete"]["default"] is False
+    allow = on["workflow_dispatch"]["inputs"]["allow_effects"]
+    assert allow["type"] == "string" and allow["default"] == ""
+    # the input reaches the gate through the environment, never spliced into the script
+    gates = [step for step in jobs["up"]["steps"] if "tools.up_gate" in step.get("run", "")]
+    assert len(gates) == 2
+    for step in gates:
+        assert step["env"]["ALLOW"] == "${{ github.event_name == 'workflow_dispatch' && inputs.allow_effects || '' }}"
+        assert '--allow "$ALLOW"' in step["run"] and "inputs." not in step["run"]
     steps = [step.get("run", "") for step in jobs["up"]["steps"]]
     order = [next(i for i, run in enumerate(steps) if needle in run) for needle in (
         "pulumi stack tag get gpu-lab:commit", "tools.up_gate diff build/up-diff/diff.json",

@@ -4,7 +4,7 @@ engine would do to a running lab.
 What the engine would do comes from tools.diff (`make diff`'s engine): the resource's recorded
 inputs after `ignore_changes`, then the provider's rule for the difference: terraform-provider-vsphere's
 for pulumi-vsphere (the upstream pulumi-vsphere v4.17.0 pins, commit 6e5d67e), our own provider's
-`diff` for the pyvmomi resources, each cited in tools/diff.py.
+`diff` for the pyvmomi resources, each cited in tools/diff/rules.py.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 from pyVmomi import vim
 
 from components.vsphere import dynamic as d
-from components.vsphere.vms import FIRST_BOOT_INPUTS
-from tools.diff import changes
+from components.vsphere.vms import FIRST_BOOT_INPUTS, ROLLED_VM_INPUTS
+from tools.diff import Engine, changes, snapshot, steps_between
 from tools.mockrun import Run, placeholder_secrets, run_program
 
 VM = "vsphere:index/virtualMachine:VirtualMachine"
@@ -69,6 +69,12 @@ def engine_steps(base: Planned, new: Planned, types: tuple[str, ...] = ("vsphere
     return steps
 
 
+def rolls(base: Planned, new: Planned) -> list[dict[str, Any]]:
+    """diff.json's "rolls": the nodes a roll powers off and on, in the order they go."""
+    engine = Engine(snapshot(base.run), snapshot(new.run))
+    return [{k: roll[k] for k in ("effect", "nodes", "oneAtATime")} for roll in engine.rolls(engine.run())]
+
+
 def vsphere_only(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in ("gpu-lab:openshift", "gpu-lab:addons")}
 
@@ -101,7 +107,8 @@ def test_vms_ignore_what_only_their_first_boot_reads(plan):
     lab = plan(builders.lab_stack())
     for name, kind in lab.types.items():
         if kind == VM:
-            assert lab.options[name]["ignoreChanges"] == FIRST_BOOT_INPUTS, name
+            rolled = ROLLED_VM_INPUTS if name != "vms-bs01" else []
+            assert lab.options[name]["ignoreChanges"] == FIRST_BOOT_INPUTS + rolled, name
     assert set(FIRST_BOOT_INPUTS) == {"clone", "extraConfig", "guestId", "firmware", "scsiType"}
 
 
@@ -139,7 +146,7 @@ def test_add_a_worker(plan):
     # The new worker's VM and vGPU; its round-robin host is esx01, alone in a third spread group
     # (no rule for one VM). No other VM, rule or host setting changes: the workers' ignition
     # changes too, but extraConfig is a first-boot input.
-    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create"}
+    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create", "vms-w05-roll": "create"}
     assert new.inputs["vms-w05"]["hostSystemId"] == "host-esx01"
 
 
@@ -150,7 +157,7 @@ def test_add_a_worker_in_the_placed_form(plan):
     new = plan(config)
     # ComputeClusterVmGroup.virtual_machine_ids is not ForceNew (resource_vsphere_compute_cluster_vm_group.go):
     # the group of the new worker's host is updated in place.
-    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create",
+    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create", "vms-w05-roll": "create",
                                        "vms-esx03-workers": "update virtualMachineIds"}
 
 
@@ -158,16 +165,19 @@ def test_remove_a_middle_worker_in_the_placed_form(plan):
     base = plan(placed_lab(8))
     new = plan(without(placed_lab(8), "w02"))
     # Its VM and vGPU go, and it leaves its host's VM group; every other worker keeps its addresses
-    # and host, so nothing else changes.
-    assert engine_steps(base, new) == {"vms-w02": "delete", "vms-w02-vgpu": "delete",
+    # and host, so nothing else changes. The vGPU and the roll go with the VM (deleted_with): no power
+    # cycle to take the vGPU off a VM that is being deleted.
+    assert engine_steps(base, new) == {"vms-w02": "delete", "vms-w02-vgpu": "delete", "vms-w02-roll": "delete",
                                        "vms-esx02-workers": "update virtualMachineIds"}
+    step = next(s for s in steps_between(snapshot(base.run), snapshot(new.run)) if s.name == "vms-w02-vgpu")
+    assert step.effects == [] and step.notes == ["deleted with vms-w02: no delete of its own"]
 
 
 def test_remove_the_last_worker_of_a_host_in_the_placed_form(plan):
     base = plan(placed_lab())
     new = plan(without(placed_lab(), "w02"))
     assert engine_steps(base, new) == {
-        "vms-w02": "delete", "vms-w02-vgpu": "delete",
+        "vms-w02": "delete", "vms-w02-vgpu": "delete", "vms-w02-roll": "delete",
         "vms-esx02-workers": "delete", "vms-esx02-host": "delete", "vms-esx02-placement": "delete"}
 
 
@@ -200,9 +210,11 @@ def test_change_the_template(plan):
 def test_change_the_vgpu_profile(plan):
     base = plan(builders.lab_stack())
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.vgpuProfile", "grid_v100-32c"))
-    # An update of each worker's VmVgpuProfile, each powering its VM off and on (the vGPU device
-    # changes only on a powered-off VM); the provider rolls them one at a time (test_vgpu_roll.py).
-    assert engine_steps(base, new) == {f"vms-{w}-vgpu": "reboot profile" for w in builders.WORKERS}
+    # An update of each worker's NodeRoll, each powering its VM off and on (the vGPU device changes only
+    # on a powered-off VM), one after the other (test_node_roll.py). VmVgpuProfile keeps the profile
+    # it attached (ignore_changes): it is not updated.
+    assert engine_steps(base, new) == {f"vms-{w}-roll": "reboot vgpuProfile" for w in builders.WORKERS}
+    assert rolls(base, new) == [{"effect": "reboot", "nodes": builders.WORKERS, "oneAtATime": True}]
 
 
 def test_change_vm_sizing(plan):
@@ -210,9 +222,15 @@ def test_change_vm_sizing(plan):
     config = builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.sizing",
                                  {"cpus": 8, "memoryGb": 32, "diskGb": 50})
     new = plan(config)
-    # CPU and memory without hot add: pulumi-vsphere powers each worker off for the change, all at once.
-    assert engine_steps(base, new) == {f"vms-{w}": "reboot memory,memoryReservation,numCpus"
+    # CPU and memory without hot add need the VM off: not pulumi-vsphere (it would power every worker off
+    # at once; the inputs are under ignore_changes) but each worker's NodeRoll, one after the other.
+    assert engine_steps(base, new) == {f"vms-{w}-roll": "reboot cpus,memoryMb,memoryReservationMb"
                                        for w in builders.WORKERS}
+    assert rolls(base, new) == [{"effect": "reboot", "nodes": builders.WORKERS, "oneAtATime": True}]
+    # the control plane's sizing rolls the three control-plane nodes the same way
+    cp = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.controlPlane.sizing",
+                                  {"cpus": 8, "memoryGb": 16, "diskGb": 50}))
+    assert engine_steps(base, cp) == {f"vms-{m}-roll": "reboot cpus" for m in ("m01", "m02", "m03")}
     # A bigger disk is grown in place (virtual_machine_disk_subresource.go: only shrinking is refused).
     grown = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.sizing",
                                      {"cpus": 4, "memoryGb": 24, "diskGb": 80}))
@@ -232,7 +250,7 @@ def test_rotate_the_vcenter_password(plan):
     steps = engine_steps(base, new)
     pyvmomi = [n for n, k in new.types.items() if k == DYNAMIC and n != "lab-identity"]
     assert steps == {n: "update password" for n in pyvmomi}
-    assert len(pyvmomi) == 4 * 4 + 4  # four settings per worker host, a vGPU per worker
+    assert len(pyvmomi) == 4 * 4 + 4 + 7  # four settings per worker host, a vGPU per worker, a roll per node
 
 
 def test_change_the_connectx_pfc_priority(plan):
@@ -321,5 +339,71 @@ def test_add_a_worker_to_a_group_that_has_a_rule(plan):
     six = [f"w0{i}" for i in range(1, 7)]
     base = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", six))
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*six, "w07"]))
-    assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-vgpu": "create",
+    assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-vgpu": "create", "vms-w07-roll": "create",
                                        "vms-workers-spread-2": "update virtualMachineIds"}
+
+
+# ---------------------------------------------------------------- what a running lab feels: migrate, network
+
+
+def lab_effects(base: Planned, new: Planned) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """name -> (op, keys, effects) of every vSphere step (make diff's diff.json entries)."""
+    return {c["name"]: (c["op"], ",".join(c["keys"]), tuple(c["effects"]))
+            for c in changes(base.run, new.run) if c["type"].startswith("vsphere:")}
+
+
+def test_change_the_datastore_migrates_every_vm_at_once(plan):
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.datastore", "vsanDatastore2"))
+    # resourceVSphereVirtualMachineUpdateLocation (resource_vsphere_virtual_machine.go): a storage vMotion
+    # of each VM, all in the same `up`, vGPU workers and every etcd member included; no reboot.
+    vms = {name for name, t in base.types.items() if t == VM}
+    assert lab_effects(base, new) == {name: ("update", "datastoreId", ("migrate",)) for name in vms}
+    assert len(vms) == 1 + len(builders.CONTROL_PLANE) + len(builders.WORKERS)
+
+
+def test_swap_the_roce_uplink_of_every_host_is_network(plan):
+    config = builders.lab_stack()
+    for host in config["gpu-lab:vsphere"]["workerHosts"]:
+        host["rdmaUplinks"] = ["vmnic5"]
+    base, new = plan(builders.lab_stack()), plan(config)
+    # the vDS member hosts' uplink pNICs (distributed_virtual_switch_structure.go): every host's uplink
+    # is swapped in one update, and the management port group rides the same uplinks
+    assert lab_effects(base, new) == {"roce-vds": ("update", "hosts", ("network",))}
+
+
+def test_leaving_out_the_networks_block_is_network(plan):
+    config = builders.lab_stack()
+    del config["gpu-lab:vsphere"]["networks"]
+    base, new = plan(builders.lab_stack()), plan(config)
+    # the defaults put the management port group on VLAN 0: every worker's management NIC leaves VLAN 7
+    assert new.inputs["roce-management-pg"]["vlanId"] == 0 and base.inputs["roce-management-pg"]["vlanId"] == 7
+    assert lab_effects(base, new)["roce-management-pg"] == ("update", "vlanId", ("network",))
+
+
+def test_rename_the_cluster_in_the_placed_form_replaces_drs_and_migrates_the_workers(plan):
+    base = plan(placed_lab())
+    new = plan(builders.with_value(placed_lab(), "gpu-lab:vsphere.cluster", "other-cluster"))
+    found = lab_effects(base, new)
+    # compute_cluster_id is ForceNew on the DRS VM group, host group and VM-host rule
+    # (resource_vsphere_compute_cluster_{vm_group,host_group,vm_host_rule}.go): each is replaced
+    for host in builders.WORKER_HOSTS:
+        for what in ("workers", "host", "placement"):
+            op, keys, effects = found.pop(f"vms-{host}-{what}")
+            assert op == "replace" and "computeClusterId" in keys.split(",") and effects == ("replace",)
+    # the workers leave for the other cluster's resource pool: a compute vMotion each
+    assert found == {f"vms-{w}": ("update", "resourcePoolId", ("migrate",)) for w in builders.WORKERS}
+
+
+def test_vm_sizing_stops_the_up_workflow_unless_allowed(plan, tmp_path):
+    from tools import up_gate
+
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.controlPlane.sizing",
+                                   {"cpus": 8, "memoryGb": 16, "diskGb": 50}))
+    verdict = up_gate.from_diff({"changes": changes(base.run, new.run)})
+    assert verdict == [(f"{VM} vms-{m} (update of numCpus)", ["reboot"]) for m in builders.CONTROL_PLANE]
+    path = tmp_path / "diff.json"
+    path.write_text(__import__("json").dumps({"changes": changes(base.run, new.run)}))
+    assert up_gate.main(["diff", str(path)]) == 1
+    assert up_gate.main(["diff", str(path), "--allow", "reboot"]) == 0

@@ -79,7 +79,7 @@ def test_pyvmomi_resources_have_their_own_provider_configured_with_nothing(lab):
     provider = providers["pyvmomi"]
     assert provider.inputs == {} and providers["lab-guard"].inputs == {}
     dynamic = [r for r in lab.of_type(DYNAMIC) if r.name != "lab-identity"]
-    assert len(dynamic) == 20
+    assert len(dynamic) == 27  # 4 hosts x 3 settings, 4 vGPUs, 7 node rolls (bootstrap does not roll)
     assert {r.provider_name for r in dynamic} == {"pyvmomi"}
     assert {r.provider for r in dynamic} == {f"{provider.urn}::{provider.name}-id"}
 
@@ -119,6 +119,47 @@ def test_vgpu_profile_attached_to_each_worker(lab):
     assert sorted(vgpu) == ["w01", "w02", "w03", "w04"]
     assert {r.plain()["profile"] for r in vgpu.values()} == {"grid_v100-16c"}
     assert all(r.plain()["vmId"].startswith("vm-") for r in vgpu.values())
+
+
+def test_every_cluster_node_rolls_after_the_previous_one(lab):
+    """One NodeRoll per control-plane and worker VM, each depending on the previous node's, so the engine
+    changes one node at a time and none after a failed one (components/vsphere/roll.py)."""
+    rolls = dynamic_of(lab, "vsphere-vm-roll")
+    order = [r.plain()["vmName"] for r in rolls]
+    assert order == ["m01", "m02", "m03", "w01", "w02", "w03", "w04"]
+    by_name = {r.plain()["vmName"]: r for r in rolls}
+    vgpus = {r.plain()["vmName"]: r.urn for r in dynamic_of(lab, "vsphere-vm-vgpu")}
+    for before, node in zip(order, order[1:], strict=False):
+        assert by_name[before].urn in by_name[node].dependencies
+    assert not [u for u in by_name["m01"].dependencies if "-roll" in u]
+    for name in ("w01", "w02", "w03", "w04"):
+        roll = by_name[name]
+        assert vgpus[name] in roll.dependencies  # it finds the vGPU attached on day 1
+        plain = roll.plain()
+        assert (plain["cpus"], plain["memoryMb"], plain["memoryReservationMb"], plain["vgpuProfile"]) == (
+            4, 24 * 1024, 24 * 1024, "grid_v100-16c")
+        assert (plain["role"], plain["poweredOn"], plain["drainTimeoutS"]) == ("worker", True, 900)
+        assert {"password", "kubeconfig"} <= set(roll.secret_paths())
+        assert roll.deleted_with == next(v.urn for v in lab.of_type(VM) if v.name == f"vms-{name}")
+    assert by_name["m01"].plain().get("memoryReservationMb") is None and by_name["m01"].plain()["vgpuProfile"] == ""
+
+
+def test_the_vm_leaves_what_rolls_to_the_roll_and_the_vgpu_goes_with_its_vm(lab):
+    from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
+    from components.vsphere.vms import CONSTANT_REBOOT_INPUTS, ROLLED_VM_INPUTS
+
+    vms = {r.plain()["name"]: r for r in lab.of_type(VM)}
+    for name in ("m01", "w01"):
+        assert set(vms[name].ignore_changes) == set(FIRST_BOOT_INPUTS) | {
+            "numCpus", "memory", "memoryReservation", "memoryReservationLockedToMax", "hardwareVersion"}
+    assert set(vms["bs01"].ignore_changes) == set(FIRST_BOOT_INPUTS)
+    # every input on the provider's reboot list that a VM sets is read at first boot only, rolled, or a constant
+    for vm in vms.values():
+        on_list = set(vm.plain()) & set(VM_REBOOT_KEYS)
+        assert on_list <= set(FIRST_BOOT_INPUTS) | set(ROLLED_VM_INPUTS) | set(CONSTANT_REBOOT_INPUTS), vm.name
+    for vgpu in dynamic_of(lab, "vsphere-vm-vgpu"):
+        assert vgpu.ignore_changes == ["profile"]
+        assert vgpu.deleted_with == vms[vgpu.plain()["vmName"]].urn
 
 
 def test_workers_spread_by_one_anti_affinity_rule(lab):

@@ -21,9 +21,12 @@ if ! command -v "$INSTALLER" >/dev/null 2>&1; then
 fi
 case "$INSTALL_DIR" in ""|/) echo "refusing to use '$INSTALL_DIR' as the install dir" >&2; exit 2;; esac
 case "$MASTERS_SCHEDULABLE" in true|false) ;; *) echo "MASTERS_SCHEDULABLE is '$MASTERS_SCHEDULABLE'" >&2; exit 2;; esac
+# The install dir receives the kubeconfig, the kubeadmin password and the installer's state: it
+# and everything in it are private to the runner's user from the moment it exists.
+umask 077
 rm -rf "$INSTALL_DIR"
 mkdir -p "$INSTALL_DIR"
-umask 077
+chmod 700 "$INSTALL_DIR"
 cat > "$INSTALL_DIR/install-config.yaml"
 # the installer deletes install-config.yaml; keep the copy the guide recommends
 cp "$INSTALL_DIR/install-config.yaml" "$INSTALL_DIR/install-config.yaml.orig"
@@ -40,6 +43,8 @@ if [ "$CREATE_TARGET" = ignition-configs ]; then
     fi
 fi
 "$INSTALLER" --dir "$INSTALL_DIR" create "$CREATE_TARGET" >&2
+# whatever modes the installer chose for its files, they stay the runner user's alone
+chmod -R go-rwx "$INSTALL_DIR"
 sep='{'
 while read -r key path; do
     if [ -n "$key" ] && [ -f "$INSTALL_DIR/$path" ]; then

@@ -1,11 +1,16 @@
 #!/bin/sh
 # Take a node out of the cluster before its machine goes: cordon, drain (daemon sets stay,
-# emptyDir data goes) and delete the Node object. The cluster's admin kubeconfig arrives on
-# stdin (kept in a private file removed on exit). A cluster that does not answer (destroyed
-# with the lab, or not installed yet) or a node it does not know is not an error: there is
-# nothing to take out.
+# emptyDir data goes, PodDisruptionBudgets are respected, nothing is forced) and delete the Node
+# object. The cluster's admin kubeconfig arrives on stdin (kept in a private file removed on exit).
+# A cluster that does not answer (destroyed with the lab, or not installed yet) or a node it does
+# not know is not an error: there is nothing to take out. A drain that fails is: the script exits
+# non-zero with the node still in the cluster, so the delete of its machine (which waits for this
+# one) does not run.
 
-set -u
+set -eu
+# pipefail where the shell has it (bash, ksh, zsh; pulumi-command runs this with /bin/sh); the
+# script has no pipeline whose failure would otherwise go unnoticed.
+if (set -o pipefail) 2>/dev/null; then set -o pipefail; fi
 : "${OC?oc as a command name or a path}"
 : "${NODE_NAMES?the name of the node, short and fully qualified, blank-separated}"
 : "${DRAIN_TIMEOUT_S?seconds the drain may take before it fails}"
@@ -23,8 +28,14 @@ fi
 for node in $NODE_NAMES; do
     if "$OC" --request-timeout=30s get node "$node" -o name > /dev/null 2>&1; then
         "$OC" adm cordon "$node" >&2
-        "$OC" adm drain "$node" --ignore-daemonsets --delete-emptydir-data --force \
-            --timeout="${DRAIN_TIMEOUT_S}s" >&2
+        if ! "$OC" adm drain "$node" --ignore-daemonsets --delete-emptydir-data \
+                --timeout="${DRAIN_TIMEOUT_S}s" >&2; then
+            echo "node $node could not be drained within ${DRAIN_TIMEOUT_S} s (a PodDisruptionBudget, or a pod no" \
+                 "controller recreates): it stays in the cluster, cordoned, and its machine is not touched." \
+                 "Move or delete those pods (or raise openshift.drainTimeoutS) and run pulumi up again;" \
+                 "to keep the node instead, put it back in the stack and run oc adm uncordon $node" >&2
+            exit 1
+        fi
         "$OC" delete node "$node" >&2
         echo "node $node drained and deleted"
         exit 0
