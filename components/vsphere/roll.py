@@ -168,7 +168,8 @@ class NodeRollProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         plain = _plain(news)
-        cpus, memory = plain.get("cpus"), plain.get("memoryMb")
+        cpus: Any = plain.get("cpus")
+        memory: Any = plain.get("memoryMb")
         # Numbers reach a dynamic provider as floats (a protobuf Struct holds doubles): 4 arrives as 4.0.
         if _known(cpus) and not (_whole(cpus) and 0 < cpus <= MAX_VCPUS):
             failures.append(CheckFailure("cpus", f"cpus {cpus!r}: vSphere 8 allows 1 to {MAX_VCPUS} vCPUs per VM"))

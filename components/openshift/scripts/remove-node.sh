@@ -7,10 +7,9 @@
 # non-zero with the node still in the cluster, so the delete of its machine (which waits for this
 # one) does not run.
 
+# -e and -u; pipefail is not POSIX sh (pulumi-command runs this with /bin/sh), and the script has
+# no pipeline whose failure it could hide.
 set -eu
-# pipefail where the shell has it (bash, ksh, zsh; pulumi-command runs this with /bin/sh); the
-# script has no pipeline whose failure would otherwise go unnoticed.
-if (set -o pipefail) 2>/dev/null; then set -o pipefail; fi
 : "${OC?oc as a command name or a path}"
 : "${NODE_NAMES?the name of the node, short and fully qualified, blank-separated}"
 : "${DRAIN_TIMEOUT_S?seconds the drain may take before it fails}"
