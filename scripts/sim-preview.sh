@@ -171,7 +171,8 @@ creates=$(grep -E '^ +\+ [0-9]+ to create' "$WORK/preview.log" | grep -oE '[0-9]
 pass "preview ${PACK_ARGS[*]}: $creates to create, $((SECONDS - t))s"
 
 # sim_state: what the sim stack changes in vSphere, as pyvmomi reads it (one line per host, then
-# the inventory's VMs and switches), to compare before up and after destroy.
+# the inventory's VMs, switches and networks: port groups, uplink ones too), to compare before up and
+# after destroy.
 sim_state() {
     SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF'
 import os
@@ -188,6 +189,7 @@ with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWO
               "vnics=" + ",".join(v.device for v in host.config.network.vnic))
     print("vms=" + ",".join(sorted(vm.name for vm in hostops._inventory(si, vim.VirtualMachine))))
     print("switches=" + ",".join(sorted(s.name for s in hostops._inventory(si, vim.DistributedVirtualSwitch))))
+    print("networks=" + ",".join(sorted(n.name for n in hostops._inventory(si, vim.Network))))
 EOF
 }
 
@@ -258,7 +260,7 @@ if [[ $UP = 1 ]]; then
     [[ $deleted = "$created" ]] || { cat "$WORK/destroy.log"; fail "destroy deleted $deleted of $created"; }
     sim_state >"$WORK/state-after" || fail "reading the simulator's state after destroy"
     diff "$WORK/state-before" "$WORK/state-after" || fail "destroy left vSphere different from before up (diff above)"
-    pass "destroy$par: $deleted deleted, $((SECONDS - t))s; hosts, VMs and switches as before up"
+    pass "destroy$par: $deleted deleted, $((SECONDS - t))s; hosts, VMs, switches and port groups as before up"
 fi
 echo "total $((SECONDS - T0))s"
 [[ $UP_FAILED = 0 ]] || exit 1

@@ -433,12 +433,19 @@ class VcenterSim(Server):
         return found
 
     def vm_names(self) -> list[str]:
+        return self._names("VirtualMachine")
+
+    def network_names(self) -> list[str]:
+        """Switches and port groups, a distributed switch's uplink port group included."""
+        return self._names("DistributedVirtualSwitch") + self._names("Network")
+
+    def _names(self, kind: str) -> list[str]:
         from pyVmomi import vim
 
         with self.session() as si:
             content = si.RetrieveContent()
-            view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-            return sorted(vm.name for vm in view.view)
+            view = content.viewManager.CreateContainerView(content.rootFolder, [getattr(vim, kind)], True)
+            return sorted(o.name for o in view.view)
 
 
 SWITCH_USER = "gpulabsw"

@@ -158,7 +158,7 @@ def test_a_week_of_changes_on_a_running_lab(lab):
     lab.expect_no_changes()
     oc_calls = (lab.log_dir / "oc-calls").read_text().splitlines()
     assert [c for c in oc_calls if c.startswith(("adm", "delete"))] == [
-        "adm cordon dgx-1", "adm drain dgx-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=900s",
+        "adm cordon dgx-1", "adm drain dgx-1 --ignore-daemonsets --delete-emptydir-data --timeout=900s",
         "delete node dgx-1"]
 
     # rotate the pull secret: the running cluster's secret is patched, nothing else runs
@@ -296,6 +296,7 @@ def test_a_week_on_the_simulated_lab(tmp_path):
         switch = cleanup.enter_context(CumulusStandIn.start(sshd, switch_password))
         settings_before = vcenter.host_settings()
         vms_before = vcenter.vm_names()
+        networks_before = vcenter.network_names()
         config = sim_lab_config(vcenter, helper, switch, tmp_path / "install", tools)
         secrets = {"vsphere:password": vcenter.password, "gpu-lab:pullSecret": PULL, "gpu-lab:sshPublicKey": SSH_KEY,
                    "gpu-lab:helperSshPrivateKey": helper.client_key.read_text(),
@@ -400,5 +401,6 @@ def test_a_week_on_the_simulated_lab(tmp_path):
         lab.destroyed = True  # type: ignore[attr-defined]
         assert vcenter.host_settings() == settings_before
         assert vcenter.vm_names() == vms_before
+        assert vcenter.network_names() == networks_before  # the vDS and its port groups, uplinks too
         assert helper.files() == ["tftpboot/grubx64.efi", "tftpboot/pxelinux.0"]
         assert switch.box.state.applied == type(switch.box.state)().applied
