@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,21 +42,19 @@ def lab_vcsim_binary() -> str | None:
     return str(built) if built.is_file() else None
 
 
-@pytest.fixture(scope="session")
-def vcsim(tmp_path_factory: pytest.TempPathFactory):
+@contextmanager
+def running_lab_vcsim(tmp_path_factory: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[Vcsim]:
+    """lab-vcsim on a loopback port with the test admin and `flags`; the admin's connection, stopped on exit."""
     binary = lab_vcsim_binary()
     if binary is None:
         missing("lab-vcsim is not built (build/bin/lab-vcsim): run make simulator")
-    logs = tmp_path_factory.mktemp("vcsim")
+    logs = tmp_path_factory.mktemp(name)
     out_path, err_path = logs / "stdout", logs / "stderr"
     # Port 0: the kernel picks a free port and the simulator prints it, so two runs never race.
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            [binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD],
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-        )
+            [binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD, *flags],
+            stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     try:
         port = _wait_for_port(proc, out_path, err_path)
         sim = Vcsim("127.0.0.1", port, VCSIM_USER, VCSIM_PASSWORD)
@@ -62,6 +62,12 @@ def vcsim(tmp_path_factory: pytest.TempPathFactory):
         yield sim
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="session")
+def vcsim(tmp_path_factory: pytest.TempPathFactory):
+    with running_lab_vcsim(tmp_path_factory, "vcsim") as sim:
+        yield sim
 
 
 def _wait_for_port(proc: subprocess.Popen, out_path: Path, err_path: Path) -> int:

@@ -11,16 +11,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import (
-    VCSIM_PASSWORD,
-    VCSIM_USER,
-    Vcsim,
-    _wait_for_port,
-    _wait_until_answering,
-    lab_vcsim_binary,
-    vm_named,
-)
-from procs import stop
+from conftest import Vcsim, lab_vcsim_binary, running_lab_vcsim, vm_named
 from pyVim.task import WaitForTask
 from pyVmomi import vim
 from required_tools import missing
@@ -33,23 +24,9 @@ READER, READER_PASSWORD = "lab-reader", "reader-only-password"  # test data only
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory):
     """lab-vcsim with the admin and a Read-only login; (admin, reader)."""
-    binary = lab_vcsim_binary()
-    if binary is None:
-        missing("lab-vcsim is not built (build/bin/lab-vcsim): run make simulator")
-    logs = tmp_path_factory.mktemp("vcsim-readonly")
-    out_path, err_path = logs / "stdout", logs / "stderr"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            [binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD,
-             "-readonly-username", READER, "-readonly-password", READER_PASSWORD],
-            stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-    try:
-        port = _wait_for_port(proc, out_path, err_path)
-        admin = Vcsim("127.0.0.1", port, VCSIM_USER, VCSIM_PASSWORD)
-        _wait_until_answering(proc, admin, err_path)
-        yield admin, Vcsim("127.0.0.1", port, READER, READER_PASSWORD)
-    finally:
-        stop(proc)
+    with running_lab_vcsim(tmp_path_factory, "vcsim-readonly",
+                           "-readonly-username", READER, "-readonly-password", READER_PASSWORD) as admin:
+        yield admin, Vcsim(admin.server, admin.port, READER, READER_PASSWORD)
 
 
 def login(sim: Vcsim):

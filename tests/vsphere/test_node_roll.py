@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pulumi
 import pytest
-from conftest import VCSIM_PASSWORD, VCSIM_USER, _wait_for_port, _wait_until_answering, lab_vcsim_binary, vm_named
-from procs import stop
+from conftest import running_lab_vcsim, vm_named
 from pyVmomi import vim
-from required_tools import missing
 
 from components.vsphere import hostops
 from components.vsphere import roll as r
@@ -68,22 +65,8 @@ elif args[:2] == ["get", "clusteroperator"]:
 @pytest.fixture(scope="module")
 def delayed_vcsim(tmp_path_factory: pytest.TempPathFactory):
     """lab-vcsim whose power and reconfigure calls take a while, as vCenter's do."""
-    binary = lab_vcsim_binary()
-    if binary is None:
-        missing("lab-vcsim is not built (build/bin/lab-vcsim): run make simulator")
-    logs = tmp_path_factory.mktemp("vcsim-delay")
-    out_path, err_path = logs / "stdout", logs / "stderr"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([binary, "-l", "127.0.0.1:0", "-username", VCSIM_USER, "-password", VCSIM_PASSWORD,
-                                 "-method-delay", METHOD_DELAY], stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-    try:
-        from conftest import Vcsim
-
-        sim = Vcsim("127.0.0.1", _wait_for_port(proc, out_path, err_path), VCSIM_USER, VCSIM_PASSWORD)
-        _wait_until_answering(proc, sim, err_path)
+    with running_lab_vcsim(tmp_path_factory, "vcsim-delay", "-method-delay", METHOD_DELAY) as sim:
         yield sim
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="module")
