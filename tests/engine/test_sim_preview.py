@@ -46,9 +46,10 @@ def test_sim_stack_previews_with_the_real_providers_and_the_policy_pack():
     passed = [line for line in proc.stdout.splitlines() if line.startswith("PASS ")]
     assert [line.split()[1] for line in passed] == ["lab-vcsim", "stack", "preview"], out
     # Every resource of the sim stack is planned: 3 worker hosts x (vmk + 4 host settings),
-    # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 1 anti-affinity rule, 2 components, the
-    # pyvmomi resources' explicit provider, the lab's identity record and its provider, the stack.
-    assert re.search(r"PASS preview --policy-pack policies: 34 to create", proc.stdout), out
+    # vDS + 2 port groups, 6 VMs, 3 vGPU profiles, 6 node rolls (3 control plane, 3 workers),
+    # 1 anti-affinity rule, 2 components, the pyvmomi resources' explicit provider, the lab's
+    # identity record and its provider, the stack.
+    assert re.search(r"PASS preview --policy-pack policies: 40 to create", proc.stdout), out
 
 
 @pytest.mark.built_by_hand
@@ -60,16 +61,17 @@ def test_sim_stack_up_day2_and_destroy_with_the_real_providers():
     assert [line.split()[1].rstrip(":") for line in passed] == [
         "lab-vcsim", "stack", "preview", "up", "preview", "day-2", "destroy"], out
     # Every resource is created, and the program and vSphere agree right after.
-    assert re.search(r"PASS up: 34 created", proc.stdout), out
+    assert re.search(r"PASS up: 40 created", proc.stdout), out
     assert "PASS preview --expect-no-changes: no changes after up" in proc.stdout
-    # One more worker: its VM and its vGPU profile, the VMs component's outputs and the identity
-    # record's node list (both in state only); nothing else.
+    # One more worker: its VM, its vGPU profile and its roll, the VMs component's outputs and the
+    # identity record's node list (both in state only); nothing else.
     planned = re.findall(r"^  \((\w[\w-]*)\)\s+urn=\S+::(\S+)$", proc.stdout, re.M)
-    assert sorted(planned) == [("create", "vms-simw04"), ("create", "vms-simw04-vgpu"),
-                               ("update", "lab-identity"), ("update", "vms")], out
-    assert re.search(r"PASS day-2 up \(worker simw04\): \+ 2 created,~ 2 updated", proc.stdout), out
-    # destroy removes all 36 and puts hosts, VMs and switches back as they were before up.
-    assert re.search(r"PASS destroy: 36 deleted, \d+s; hosts, VMs and switches as before up", proc.stdout), out
+    assert sorted(planned) == [("create", "vms-simw04"), ("create", "vms-simw04-roll"),
+                               ("create", "vms-simw04-vgpu"), ("update", "lab-identity"), ("update", "vms")], out
+    assert re.search(r"PASS day-2 up \(worker simw04\): \+ 3 created,~ 2 updated", proc.stdout), out
+    # destroy removes all 43 and puts hosts, VMs, switches and port groups back as they were before up.
+    assert re.search(r"PASS destroy: 43 deleted, \d+s; hosts, VMs, switches and port groups as before up",
+                     proc.stdout), out
 
 
 def test_sim_preview_refuses_up_on_a_lab_stack():
@@ -87,7 +89,7 @@ def test_sim_stack_previews_as_a_read_only_user():
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "with the Read-only user lab-reader" in proc.stdout
-    assert re.search(r"PASS preview --policy-pack policies: 34 to create", proc.stdout), out
+    assert re.search(r"PASS preview --policy-pack policies: 40 to create", proc.stdout), out
 
 
 @pytest.mark.built_by_hand
@@ -97,7 +99,7 @@ def test_a_built_lab_previewed_as_a_read_only_user_plans_only_login_updates():
     assert proc.returncode == 0, out
     assert "PASS read-only preview as lab-reader: nothing to create, replace or delete" in proc.stdout
     # The pyvmomi resources carry the vCenter login as inputs: the Read-only login is an update of
-    # each of them (3 hosts x 4 settings, 3 vGPU profiles), and of nothing else.
+    # each of them (3 hosts x 4 settings, 3 vGPU profiles, 6 node rolls), and of nothing else.
     planned = re.findall(r"^  \((\w+)\)\t(\S+)  (\S+)$", proc.stdout, re.M)
     assert {(op, kind) for op, kind, _ in planned} == {("update", "pulumi-python:dynamic:Resource")}, out
-    assert len(planned) == 15, out
+    assert len(planned) == 21, out
