@@ -118,7 +118,7 @@ HOSTS = ["esx01", "esx02", "esx03", "esx04"]
 
 
 def test_a_rename_that_keeps_the_addresses_is_refused_naming_both_nodes_and_the_two_steps():
-    """sckubw02 -> sckubw09 with positional addresses: the new VM would be created, with w02's addresses
+    """w02 -> w09 with positional addresses: the new VM would be created, with w02's addresses
     and on its host, while w02 still runs."""
     before = identity(lab())
     after = identity(lab(**{"gpu-lab:vsphere.workers.names": ["w01", "w09", "w03", "w04"]}))

@@ -106,3 +106,46 @@ def test_make_diff_refuses_removing_a_middle_worker_of_the_lab(tmp_path):
     assert "a running lab cannot take this edit" in done.stderr
     assert f"{names[2]}: managementAddress" in done.stderr and "managementAddresses: [" in done.stderr
     assert not (tmp_path / "out" / "diff.json").exists()
+
+
+# ---------------------------------------------------------------- the counts the docs quote
+
+
+@pytest.mark.parametrize("stack", ["lab", "sim"])
+def test_the_resource_count_docs_benchmark_quotes_for_the_stack(stack):
+    from doc_numbers import quoted_counts
+
+    from tools.stackfile import offline_secrets
+
+    config = mockrun.stack_config(stack)
+    workers = len(config["gpu-lab:vsphere"]["workers"]["names"])
+    run = mockrun.run_program(config, stack=stack, secrets=offline_secrets(config))
+    assert len(run.resources) == quoted_counts()[(REAL_STACKS[stack], workers)]
+
+
+def test_the_sim_stack_count_quoted_for_its_up():
+    # docs/commands.md: `scripts/sim-preview.sh --up` creates the whole sim stack; the engine counts
+    # the stack itself too
+    from doc_numbers import quoted_counts
+
+    text = (REPO / "docs" / "commands.md").read_text()
+    [quoted] = re.findall(r"all (\d+) resources\s+created", text)
+    assert int(quoted) == quoted_counts()[(REAL_STACKS["sim"], 3)] + 1
+
+
+def test_a_typo_in_a_control_plane_name_is_refused_before_any_step(tmp_path):
+    """The lab stack protects its control plane: a typo in a control-plane name would delete vms-sckubm03
+    (which the engine refuses: protected) and create another etcd member. The identity guard refuses the
+    edit first, as the preview does, with the etcd member replacement procedure (exit 2); the engine's
+    refusal of a protected delete is tested on the rules (tests/tools/test_diff.py)."""
+    stack = yaml.safe_load((REPO / "Pulumi.lab.yaml").read_text())
+    stack["config"]["gpu-lab:vsphere"]["controlPlane"]["names"] = ["sckubm01", "sckubm02", "sckubm3"]
+    path = tmp_path / "Pulumi.lab.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "tools.diff", "--stack", "lab", "--stack-file", str(path), "--out",
+                           str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "vsphere.controlPlane.names: the edit renames control-plane node(s) sckubm03 to sckubm3" in done.stderr
+    assert "Replacing an unhealthy etcd member" in done.stderr
+    assert not (out / "diff.json").exists()

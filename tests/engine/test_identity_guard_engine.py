@@ -82,11 +82,11 @@ class Project:
                     "PYTHONPATH": str(ROOT)}
         self.config = {"guard:clusterName": "kub1", "guard:helperAddress": "10.0.0.5", "guard:helperPort": 22,
                        "guard:value": "v1", "guard:payloadFile": str(self.payload)}
-        self.pulumi("stack", "init", "lab")
+        self.pulumi("stack", "init", "guard")
         self.write()
 
     def write(self) -> None:
-        (self.dir / "Pulumi.lab.yaml").write_text(yaml.safe_dump({"config": self.config}))
+        (self.dir / "Pulumi.guard.yaml").write_text(yaml.safe_dump({"config": self.config}))
 
     def pulumi(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         extra = ["--non-interactive"] if args[0] in ("up", "preview", "refresh") else []
