@@ -322,15 +322,23 @@ def test_patched_wait_is_linear_where_the_sdk_is_quadratic(monkeypatch):
             pulumi.Output.from_input(gated(i))
         loop.call_soon(gates[0].set_result, None)
 
-    seconds = {}
-    for name, wait in (("sdk", sdk_internals._sdk_wait_for_rpcs), ("patched", sdk_internals._wait_for_rpcs)):
-        monkeypatch.setattr(stack, "wait_for_rpcs", wait)
-        started = time.process_time()
-        run_under_mocks(program)
-        seconds[name] = time.process_time() - started
-    if seconds["patched"] * 5 > seconds["sdk"]:
+    # Up to three rounds: asyncio.wait walks its set of pending tasks in an order that depends on the
+    # process's hash seed, and in some processes one wake-up of the SDK's loop finds several Outputs
+    # done, so a single round can miss the quadratic case.
+    rounds = []
+    for _ in range(3):
+        seconds = {}
+        for name, wait in (("sdk", sdk_internals._sdk_wait_for_rpcs), ("patched", sdk_internals._wait_for_rpcs)):
+            monkeypatch.setattr(stack, "wait_for_rpcs", wait)
+            started = time.process_time()
+            run_under_mocks(program)
+            seconds[name] = time.process_time() - started
+        rounds.append(seconds)
+        if seconds["patched"] * 5 <= seconds["sdk"]:
+            break
+    else:
         sdk_changed("pulumi.runtime.stack.wait_for_rpcs",
-                    f"the SDK's own wait is no longer much slower ({seconds}); the patch may be unneeded")
+                    f"the SDK's own wait is no longer much slower ({rounds}); the patch may be unneeded")
 
 
 def test_patches_apply_only_on_the_checked_sdk_version_else_the_sdks_own_run_with_one_warning(monkeypatch):
