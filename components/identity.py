@@ -49,6 +49,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from pydantic import ValidationError
 
 from components.config import LabConfig
+from components.model import whole_numbers
 from components.vsphere.config import VsphereConfig, node_moves, planned_vms, render_keeping_edit
 
 KIND = "lab-identity"
@@ -295,18 +296,7 @@ class _IdentityProvider(ResourceProvider):
 
 
 def _plain(props: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _whole_numbers(v) for k, v in props.items() if k in IDENTITY_KEYS}
-
-
-def _whole_numbers(value: Any) -> Any:
-    """Numbers come back from the engine as doubles (protobuf Value): 22.0 is the port 22 that was sent."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    return value
+    return {k: whole_numbers(v) for k, v in props.items() if k in IDENTITY_KEYS}
 
 
 _PROVIDER = _IdentityProvider()

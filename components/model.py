@@ -357,3 +357,15 @@ def dockerconfigjson_problems(value: str, path: str, source: str) -> list[Proble
         return [Problem(path, 'needs a non-empty "auths" object: {"auths": {"<registry>": {"auth": "<base64>"}}}')]
     return [Problem(path, f"registry {registry!r} needs an object of credentials, like {{\"auth\": \"<base64>\"}}")
             for registry, entry in auths.items() if not isinstance(entry, dict)]
+
+
+def whole_numbers(value: Any) -> Any:
+    """Whole-number floats back to ints, all through a value: the wire format (protobuf Value) has only
+    doubles, so the port 22 that was sent comes back as 22.0."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value

@@ -30,9 +30,10 @@ import builders
 
 import labrules.openshift
 import labrules.vsphere
+from components.model import whole_numbers
 from rules import network
 from tools.mockrun import Run, run_program
-from tools.plan import describe_assets, tidy_numbers
+from tools.plan import describe_assets
 from tools.stackfile import offline_secrets
 
 PROJECT, STACK = "gpu-lab", "lab"
@@ -87,7 +88,7 @@ def _lab_json() -> str:
         entry: dict[str, Any] = {"type": r.type, "name": r.name, "urn": r.urn}
         if names.get(r.parent_urn):
             entry["parent"] = names[r.parent_urn]
-        entry["properties"] = describe_assets(tidy_numbers(r.plain()))
+        entry["properties"] = describe_assets(whole_numbers(r.plain()))
         if r.secret_paths():
             entry["secretPaths"] = r.secret_paths()
         resources.append(entry)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pulumi
 
-from components.model import ConfigError
+from components.model import ConfigError, whole_numbers
 from tools.mockrun import PROJECT, Run, run_program
 from tools.stackfile import load_stack_config, offline_secrets
 
@@ -43,17 +43,6 @@ def tree_lines(run: Run) -> list[str]:
 
     walk("", 0)
     return lines
-
-
-def tidy_numbers(value):
-    """Whole-number floats back to ints: the wire format has only doubles."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: tidy_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [tidy_numbers(v) for v in value]
-    return value
 
 
 def describe_assets(value):
@@ -95,7 +84,7 @@ def plan_document(run: Run) -> dict:
                 "parent": urns.get(r.parent_urn),
                 "custom": r.custom,
                 **({"provider": r.provider_name} if r.provider else {}),
-                "inputs": describe_assets(tidy_numbers(r.redacted())),
+                "inputs": describe_assets(whole_numbers(r.redacted())),
                 "secretInputs": r.secret_paths(),
             }
             for r in sorted(run.resources, key=lambda r: r.urn)
@@ -120,7 +109,7 @@ def pack_input(run: Run) -> dict:
                 "urn": r.urn,
                 **({"parent": r.parent_urn} if r.parent_urn in urns else {}),
                 **({"provider": r.provider.rsplit("::", 1)[0]} if r.provider else {}),
-                "inputs": describe_assets(tidy_numbers(r.inputs)),
+                "inputs": describe_assets(whole_numbers(r.inputs)),
             }
             for r in sorted(run.resources, key=lambda r: r.urn)
         ],

@@ -19,12 +19,12 @@ import yaml
 
 from components.addons.render import render_files as render_addons
 from components.config import gpu_lab_sections, load_lab
-from components.model import ConfigError
+from components.model import ConfigError, whole_numbers
 from components.openshift.render import render_files as render_openshift
 from components.sdk_internals import is_secret_value
 from components.switch.render import render_files as render_switch
 from tools.mockrun import Run, run_program
-from tools.plan import tidy_numbers, write_plan
+from tools.plan import write_plan
 from tools.stackfile import load_stack_config, offline_secrets
 
 KUBERNETES_PREFIX = "kubernetes:"
@@ -135,7 +135,7 @@ def kubernetes_files(run: Run) -> dict[str, str]:
     for r in run.resources:
         if not r.type.startswith(KUBERNETES_PREFIX) or r.type.startswith(NOT_OBJECT_PREFIXES):
             continue
-        manifest = kubernetes_manifest(tidy_numbers(redact_per_key(r.inputs)), r.type)
+        manifest = kubernetes_manifest(whole_numbers(redact_per_key(r.inputs)), r.type)
         kind = manifest["kind"].lower()
         name = (manifest.get("metadata") or {}).get("name") or r.name
         namespace = (manifest.get("metadata") or {}).get("namespace")

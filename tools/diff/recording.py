@@ -11,9 +11,10 @@ from typing import Any
 
 import yaml
 
+from components.model import whole_numbers
 from tools.diff.paths import DYNAMIC_TYPE, ROOT_STACK_TYPE, SECRET, _urn_type
 from tools.mockrun import Recorded, Run, unwrap_secrets
-from tools.plan import describe_assets, tidy_numbers
+from tools.plan import describe_assets
 
 # ---------------------------------------------------------------- recorded resources, comparable
 
@@ -68,7 +69,7 @@ def comparable(value: Any) -> Any:
         return {k: comparable(v) for k, v in value.items()}
     if isinstance(value, list):
         return [comparable(v) for v in value]
-    return describe_assets(tidy_numbers(value))
+    return describe_assets(whole_numbers(value))
 
 
 def planned(r: Recorded) -> Planned:
