@@ -26,7 +26,8 @@
 # Env: PULUMI_CACHE_DIR (default <repo>/.cache/pulumi), VENV (default <repo>/.venv),
 #      VCSIM (default <repo>/build/bin/lab-vcsim), SIM_KEEP=1 keeps the work dir,
 #      SIM_VCSIM_ARGS extra lab-vcsim flags (e.g. "-cluster 1 -host 8"),
-#      SIM_PARALLEL the engine's --parallel for up and destroy (default: the engine's own).
+#      SIM_PARALLEL the engine's --parallel for up and destroy (default: the engine's own),
+#      SIM_EVENT_LOG a file for the engine's event log of up (pulumi up --event-log).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -197,10 +198,14 @@ UP_FAILED=0
 if [[ $UP = 1 ]]; then
     PARALLEL_ARGS=()
     [[ -n ${SIM_PARALLEL:-} ]] && PARALLEL_ARGS=(--parallel "$SIM_PARALLEL")
+    EVENT_ARGS=()
+    # --event-log is among the CLI's debug flags (PULUMI_DEBUG_COMMANDS, pulumi/pulumi
+    # pkg/cmd/pulumi/operations/up.go).
+    [[ -n ${SIM_EVENT_LOG:-} ]] && { EVENT_ARGS=(--event-log "$SIM_EVENT_LOG"); export PULUMI_DEBUG_COMMANDS=true; }
     sim_state >"$WORK/state-before" || fail "reading the simulator's state before up"
     # --continue-on-error: create everything that can be, then list each resource that failed.
     rc=0 t=$SECONDS
-    pulumi up --yes --non-interactive --continue-on-error "${PARALLEL_ARGS[@]}" "${PACK_ARGS[@]}" \
+    pulumi up --yes --non-interactive --continue-on-error "${PARALLEL_ARGS[@]}" "${EVENT_ARGS[@]}" "${PACK_ARGS[@]}" \
         >"$WORK/up.log" 2>&1 || rc=$?
     up_seconds=$((SECONDS - t))
     par=${PARALLEL_ARGS[*]:+ ${PARALLEL_ARGS[*]}}  # " --parallel N" when given

@@ -19,6 +19,7 @@ passed, 77 with "SKIP <reason>" when the engine or a plugin is missing, 1 on fai
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -84,8 +85,9 @@ def create_seconds(resource, scale: float) -> float:
     return sum(DELAYS[m][0] for m in CREATE_CALLS.get(kind, ())) * scale / 1000
 
 
-def critical_path(resources: Iterable, scale: float) -> tuple[float, list[str]]:
-    """The longest chain of creates, in seconds, and its resources' names, first to last."""
+def waits_for(resources: Iterable) -> dict[str, set[str]]:
+    """Each resource's URN -> the URNs of the resources its create waits for (a dependency on a
+    component is one on everything under it)."""
     resources = list(resources)
     by_urn = {r.urn: r for r in resources}
     children: dict[str, list[str]] = {}
@@ -93,11 +95,20 @@ def critical_path(resources: Iterable, scale: float) -> tuple[float, list[str]]:
         children.setdefault(r.parent_urn, []).append(r.urn)
 
     def expand(urn: str) -> set[str]:
-        # Waiting for a component is waiting for everything under it.
         found = {urn}
         for child in children.get(urn, []):
             found |= expand(child)
         return found
+
+    return {r.urn: {u for dep in r.dependencies for u in expand(dep) if u in by_urn and u != r.urn}
+            for r in resources}
+
+
+def critical_path(resources: Iterable, scale: float) -> tuple[float, list[str]]:
+    """The longest chain of creates, in seconds, and its resources' names, first to last."""
+    resources = list(resources)
+    by_urn = {r.urn: r for r in resources}
+    before_of = waits_for(resources)
 
     memo: dict[str, tuple[float, list[str]]] = {}
 
@@ -105,19 +116,90 @@ def critical_path(resources: Iterable, scale: float) -> tuple[float, list[str]]:
         if urn not in memo:
             r = by_urn[urn]
             before: tuple[float, list[str]] = (0.0, [])
-            for dep in r.dependencies:
-                for u in expand(dep):
-                    if u in by_urn and u != urn:
-                        before = max(before, longest(u), key=lambda t: t[0])
+            for u in sorted(before_of[urn]):
+                before = max(before, longest(u), key=lambda t: t[0])
             memo[urn] = (before[0] + create_seconds(r, scale), before[1] + [r.name])
         return memo[urn]
 
     return max((longest(u) for u in by_urn), key=lambda t: t[0])
 
 
-def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str, str]) -> tuple[int, int]:
-    """Resources created and seconds of `pulumi up` (sim-preview.sh --up), against lab-vcsim."""
-    run_env = dict(env, SIM_VCSIM_ARGS=f"-cluster 1 -host {HOSTS} -method-delay {method_delay_flag(scale)}")
+def _event_times(event_log: Path) -> tuple[float, dict[str, float], dict[str, float]]:
+    """From the engine's event log of an update: when it started, and each resource's step start and end
+    (the engine's timestamps are whole seconds)."""
+    t0: float | None = None
+    start: dict[str, float] = {}
+    end: dict[str, float] = {}
+    for line in event_log.read_text().splitlines():
+        event = json.loads(line)
+        stamp = float(event.get("timestamp", 0))
+        t0 = stamp if t0 is None else min(t0, stamp)
+        for key, into in (("resourcePreEvent", start), ("resOutputsEvent", end)):
+            body = event.get(key)
+            if body and not body.get("planning"):
+                into.setdefault(body["metadata"]["urn"], stamp)
+    return t0 or 0.0, start, end
+
+
+def _durations(up_log: str) -> dict[str, float]:
+    """Each resource's create as the engine printed it (`<type> <name> created (0.31s)`), by name."""
+    found = {}
+    for match in re.finditer(r"^ \+ +\S+ (\S+) created \(([\d.]+)(m?)s\)", up_log, re.MULTILINE):
+        found[match.group(1)] = float(match.group(2)) * (60 if match.group(3) else 1)
+    return found
+
+
+def realized_chain(resources: Iterable, event_log: Path, up_log: str) -> list[tuple[str, str, float, float]]:
+    """The chain of creates the update actually waited on: from the create that finished last, back through
+    the dependency that finished last each time. Each link: (kind, name, seconds its create took, seconds it
+    waited after what it waited for had finished: the engine's scheduling and checkpoints)."""
+    resources = [r for r in resources if r.custom]
+    by_urn = {r.urn: r for r in resources}
+    before_of = waits_for(resources)
+    t0, start, end = _event_times(event_log)
+    took = _durations(up_log)
+    ended = {u: t for u, t in end.items() if u in by_urn and u in start}
+    chain: list[tuple[str, str, float, float]] = []
+    current = max(ended, key=lambda u: (ended[u], u), default=None)
+    while current is not None:
+        r = by_urn[current]
+        deps = [u for u in before_of[current] if u in ended]
+        previous = max(deps, key=lambda u: (ended[u], u), default=None)
+        ready = ended[previous] if previous else t0
+        ran = took.get(r.name, ended[current] - start[current])
+        waited = max(0.0, ended[current] - ran - ready)
+        kind = r.inputs.get("kind") if r.type == "pulumi-python:dynamic:Resource" else r.type.rsplit(":", 1)[-1]
+        chain.append((str(kind), r.name, ran, waited))
+        current = previous
+    return list(reversed(chain))
+
+
+def chain_table(chain: list[tuple[str, str, float, float]]) -> list[str]:
+    """The realized chain grouped by runs of the same kind, in order."""
+    rows: list[list] = []
+    for kind, name, ran, waited in chain:
+        if rows and rows[-1][0] == kind:
+            rows[-1][1] += 1
+            rows[-1][3] += ran
+            rows[-1][4] += waited
+            rows[-1][2] = f"{rows[-1][2].split(' .. ')[0]} .. {name}"
+        else:
+            rows.append([kind, 1, name, ran, waited])
+    lines = ["| on the chain | resources | creates took | waited between steps |", "|---|---|---|---|"]
+    lines += [f"| {kind} | {count} ({names}) | {ran:.0f} s | {waited:.0f} s |"
+              for kind, count, names, ran, waited in rows]
+    total_ran = sum(c[2] for c in chain)
+    total_waited = sum(c[3] for c in chain)
+    lines.append(f"| total | {len(chain)} | {total_ran:.0f} s | {total_waited:.0f} s |")
+    return lines
+
+
+def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str, str],
+               event_log: Path) -> tuple[int, int, str]:
+    """Resources created, seconds of `pulumi up` (sim-preview.sh --up) against lab-vcsim, and its output;
+    the engine's event log of the update goes to `event_log`."""
+    run_env = dict(env, SIM_VCSIM_ARGS=f"-cluster 1 -host {HOSTS} -method-delay {method_delay_flag(scale)}",
+                   SIM_EVENT_LOG=str(event_log))
     if parallel:
         run_env["SIM_PARALLEL"] = str(parallel)
     done = subprocess.run(["bash", str(work / "scripts/sim-preview.sh"), "--stack", "simbench", "--up", "--no-policy"],
@@ -132,7 +214,7 @@ def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str,
         if match:  # up itself was measured; what failed came after it
             print(f"up: {match.group(1)} created in {match.group(2)} s; the run failed after it", file=sys.stderr)
         raise SystemExit(1)
-    return int(match.group(1)), int(match.group(2))
+    return int(match.group(1)), int(match.group(2)), output
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"delays (x{args.scale}): " + ", ".join(f"{m} {ms * args.scale / 1000:g} s" for m, (ms, _) in DELAYS.items()))
     print("| workers | resources | critical path | engine --parallel | up wall | wall / critical path |")
     print("|---|---|---|---|---|---|")
+    chains: list[tuple[int, int, list[tuple[str, str, float, float]]]] = []
     for workers in (int(w) for w in args.workers.split(",")):
         config = simbench_config(sim, workers)
         run = run_program(config["config"], stack="simbench")
@@ -165,10 +248,15 @@ def main(argv: list[str] | None = None) -> int:
             work = _stage(REPO, Path(tmp) / "tree", workers)
             for parallel in (int(p) for p in args.parallel.split(",")):
                 t = time.monotonic()
-                created, wall = up_seconds(work, args.scale, parallel or None, env)
+                event_log = Path(tmp) / f"events-{parallel}.jsonl"
+                created, wall, output = up_seconds(work, args.scale, parallel or None, env, event_log)
                 ratio = wall / path_s if path_s else float("inf")
                 print(f"| {workers} | {created} | {path_s:.1f} s | {parallel or 'default'} | {wall} s | {ratio:.2f} |"
                       f"  (run {time.monotonic() - t:.0f} s)", flush=True)
+                chains.append((workers, parallel, realized_chain(run.resources, event_log, output)))
+    for workers, parallel, waited_on in chains:
+        print(f"\nWhat the update waited on at {workers} workers, engine --parallel {parallel or 'default'}:")
+        print("\n".join(chain_table(waited_on)), flush=True)
     return 0
 
 
