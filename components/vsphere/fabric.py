@@ -1,10 +1,11 @@
 """RoceFabric: the RoCE vDS, its port groups, one PVRDMA vmk per worker host, and the host
 settings PVRDMA and vGPU need that pulumi-vsphere cannot express.
 
-Reference 000: the ConnectX RoCE ports are the vDS uplinks (VMs on different hosts use the
+The RDG: the ConnectX RoCE ports are the vDS uplinks (VMs on different hosts use the
 physical RDMA devices only when those are uplinks of the same vDS), each worker host has a vmk on
 the RDMA network named in `Net.PVRDMAVmknic`, the `pvrdma` firewall ruleset is open (port 28250),
-and the host graphics type is `sharedDirect` so vGPU profiles can be attached.
+and the host graphics type is `sharedDirect` so vGPU profiles can be attached. It is built from
+the section's plan (RoceFabricPlan), not from the section itself.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class LabVmsArgs:
 # expandCPUCountConfig and expandMemorySizeConfig set reboot_required for more vCPUs or memory without hot
 # add (and for less), and the resource's Update upgrades the hardware version on a powered-off VM; the
 # memory reservation follows the memory on a vGPU VM. Under ignore_changes the provider keeps the value it
-# has in its state: adding them to a running lab changes nothing (no input of the VM changes).
+# has in its state (what the upgrade to rolls did to a running lab: docs/day2.md).
 ROLLED_VM_INPUTS = [
     "numCpus",
     "memory",
