@@ -63,14 +63,13 @@ def main() -> None:
             cluster=plan.cluster, secrets=secrets, protect=lab.lifecycle.protect))
 
     vms = None
-    if lab.vsphere is not None and vcenter is not None:  # set together above
+    if plan.roce_fabric is not None and plan.lab_vms is not None and vcenter is not None:  # set with lab.vsphere
         pyvmomi = pulumi.ResourceOptions(providers=[pyvmomi_provider()])  # see pyvmomi_provider
         fabric = RoceFabric("roce", RoceFabricArgs(
-            vsphere=lab.vsphere, hosts=plan.hosts, vcenter=vcenter, lossless=plan.rdma_lossless,
+            plan=plan.roce_fabric, vcenter=vcenter, lossless=plan.rdma_lossless,
             protect=lab.lifecycle.protect), pyvmomi)
         vms = LabVms("vms", LabVmsArgs(
-            vsphere=lab.vsphere,
-            vms=plan.vms,
+            plan=plan.lab_vms,
             fabric=fabric,
             vcenter=vcenter,
             extra_config=openshift.vm_extra_config if openshift else {},

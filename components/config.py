@@ -2,7 +2,7 @@
 
 Each section lives beside the component that uses it and contributes its own rules:
 
-    gpu-lab:vsphere    -> components.vsphere.config.VsphereConfig
+    gpu-lab:vsphere    -> components.vsphere.model.VsphereConfig
     gpu-lab:openshift  -> components.openshift.config.OpenShiftConfig   (optional)
     gpu-lab:switches   -> components.switch.config.SwitchConfig list    (optional)
     gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
@@ -42,8 +42,8 @@ from components.sdk_internals import config_set_in_process
 from components.secrets import SECRET_KEYS, SecretRule
 from components.switch.config import SwitchConfig
 from components.switch.config import check as check_switches
-from components.vsphere.config import VsphereConfig
-from components.vsphere.config import check as check_vsphere
+from components.vsphere.model import VsphereConfig
+from components.vsphere.rules import check as check_vsphere
 
 SECTIONS = ("vsphere", "openshift", "switches", "addons", "lifecycle")
 """Config keys under the `gpu-lab:` namespace that hold structured sections."""

@@ -50,7 +50,9 @@ from pydantic import ValidationError
 
 from components.config import LabConfig
 from components.model import whole_numbers
-from components.vsphere.config import VsphereConfig, node_moves, planned_vms, render_keeping_edit
+from components.vsphere.config import node_moves, render_keeping_edit
+from components.vsphere.model import VsphereConfig
+from components.vsphere.plan import planned_vms
 
 KIND = "lab-identity"
 IDENTITY_KEYS = ("kind", "cluster", "vsphere", "bareMetal", "helper", "switches")

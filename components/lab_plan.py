@@ -14,13 +14,18 @@ from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
 from components.openshift.config import ClusterPlan, OpenShiftConfig
 from components.openshift.config import plan as cluster_plan
 from components.switch.config import SwitchConfig, host_side
-from components.vsphere.config import VsphereConfig, vsphere_facts
+from components.vsphere.model import VsphereConfig
+from components.vsphere.plan import LabVmsPlan, RoceFabricPlan, lab_vms_plan, roce_fabric_plan, vsphere_facts
 
 
 @dataclass(frozen=True)
 class LabPlan:
     vsphere: VsphereFacts | None
     """Worker hosts, VMs (the bootstrap VM only while OpenShift bootstraps), RDMA network, hosts' RoCE."""
+    roce_fabric: RoceFabricPlan | None
+    """What RoceFabric builds; None without the vsphere section."""
+    lab_vms: LabVmsPlan | None
+    """What LabVms builds; None without the vsphere section."""
     cluster: ClusterPlan | None
     """The OpenShift cluster with every node resolved; None without the openshift section."""
     addons: AddonsLab
@@ -46,9 +51,16 @@ def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
              switches: list[SwitchConfig], addons: AddonsConfig) -> LabPlan:
     """The lab plan of validated sections (a section left out is None, or empty)."""
     bootstrap_vm_wanted = openshift is not None and openshift.bootstrap
-    facts = vsphere_facts(vsphere, with_bootstrap=bootstrap_vm_wanted) if vsphere is not None else None
+    facts: VsphereFacts | None = None
+    fabric: RoceFabricPlan | None = None
+    vms: LabVmsPlan | None = None
+    if vsphere is not None:
+        facts = vsphere_facts(vsphere, with_bootstrap=bootstrap_vm_wanted)
+        fabric, vms = roce_fabric_plan(vsphere, facts), lab_vms_plan(vsphere, facts)
     return LabPlan(
         vsphere=facts,
+        roce_fabric=fabric,
+        lab_vms=vms,
         cluster=cluster_plan(openshift, facts) if openshift is not None else None,
         addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None),
         switches=tuple(switches),

@@ -1,25 +1,23 @@
 """RoceFabric: the RoCE vDS, its port groups, one PVRDMA vmk per worker host, and the host
 settings PVRDMA and vGPU need that pulumi-vsphere cannot express.
 
-Reference 000: the ConnectX RoCE ports are the vDS uplinks (VMs on different hosts use the
+The RDG: the ConnectX RoCE ports are the vDS uplinks (VMs on different hosts use the
 physical RDMA devices only when those are uplinks of the same vDS), each worker host has a vmk on
 the RDMA network named in `Net.PVRDMAVmknic`, the `pvrdma` firewall ruleset is open (port 28250),
-and the host graphics type is `sharedDirect` so vGPU profiles can be attached.
+and the host graphics type is `sharedDirect` so vGPU profiles can be attached. It is built from
+the section's plan (RoceFabricPlan), not from the section itself.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_vsphere as vsphere
 
-from components.facts import PlannedHost
 from components.model import resource_slug
 from components.roce.host import nmlx5_module_options
-from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import (
     HostAdvancedOption,
     HostFirewallRuleset,
@@ -27,6 +25,7 @@ from components.vsphere.dynamic import (
     HostModuleOptions,
     VcenterConnection,
 )
+from components.vsphere.plan import PortGroup, RoceFabricPlan
 
 PVRDMA_VMKNIC_OPTION = "Net.PVRDMAVmknic"
 PVRDMA_RULESET = "pvrdma"
@@ -38,9 +37,8 @@ PENDING_SETTINGS = ("graphics type", f"{CONNECTX_MODULE} options")
 
 @dataclass(frozen=True)
 class RoceFabricArgs:
-    vsphere: VsphereConfig
-    hosts: Sequence[PlannedHost]
-    """Worker hosts with their RDMA uplinks and vmk address (LabPlan.hosts)."""
+    plan: RoceFabricPlan
+    """The vDS, its port groups and the worker hosts with their RDMA uplinks and vmk address (LabPlan.roce_fabric)."""
     vcenter: VcenterConnection
     lossless: bool = True
     """PFC on at the hosts' ConnectX ports (False when the switches run lossy, ECN only)."""
@@ -73,34 +71,33 @@ class RoceFabric(pulumi.ComponentResource):
     is a provider invoke that searches vCenter's inventory)."""
 
     def __init__(self, name: str, args: RoceFabricArgs, opts: pulumi.ResourceOptions | None = None):
-        vs = args.vsphere
-        rdma = vs.networks.rdma
+        plan = args.plan
         super().__init__("gpu-lab:vsphere:RoceFabric", name, {
-            "vdsName": vs.vds.name,
-            "rdmaMtu": rdma.mtu,
-            "rdmaCidr": rdma.cidr,
-            "pfcPriority": rdma.pfc_priority,
-            "trust": rdma.trust,
+            "vdsName": plan.vds_name,
+            "rdmaMtu": plan.rdma_mtu,
+            "rdmaCidr": plan.rdma_cidr,
+            "pfcPriority": plan.pfc_priority,
+            "trust": plan.trust,
             "hosts": [{"name": h.name, "rdmaUplinks": list(h.rdma_uplinks), "vmkAddress": h.vmk_address}
-                      for h in args.hosts],
+                      for h in plan.hosts],
         }, opts)
 
-        datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=pulumi.InvokeOptions(parent=self))
+        datacenter = vsphere.get_datacenter_output(name=plan.datacenter, opts=pulumi.InvokeOptions(parent=self))
         self.host_ids = host_ids = {
             h.name: vsphere.get_host_output(name=h.name, datacenter_id=datacenter.id,
                                             opts=pulumi.InvokeOptions(parent=self)).id
-            for h in args.hosts
+            for h in plan.hosts
         }
-        uplinks = uplink_names(len(args.hosts[0].rdma_uplinks))
+        uplinks = uplink_names(len(plan.hosts[0].rdma_uplinks))
 
         # LACP stays off and every RDMA port is an uplink of its own: RoCE wants one path per
         # flow and one NIC per subnet, and PVRDMA uses the uplinks directly.
         self.dvs = vsphere.DistributedVirtualSwitch(
             f"{name}-vds",
-            name=vs.vds.name,
+            name=plan.vds_name,
             datacenter_id=datacenter.id,
-            version=vs.vds.version,
-            max_mtu=vs.vds.mtu,
+            version=plan.vds_version,
+            max_mtu=plan.vds_mtu,
             uplinks=uplinks,
             active_uplinks=uplinks,
             standby_uplinks=[],
@@ -109,20 +106,18 @@ class RoceFabric(pulumi.ComponentResource):
             link_discovery_operation="both",
             hosts=[
                 vsphere.DistributedVirtualSwitchHostArgs(host_system_id=host_ids[h.name], devices=list(h.rdma_uplinks))
-                for h in args.hosts
+                for h in plan.hosts
             ],
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
-        management = vs.networks.management
-        self.rdma_port_group = self._port_group(f"{name}-rdma-pg", rdma.port_group, rdma.vlan, uplinks)
-        self.management_port_group = self._port_group(
-            f"{name}-management-pg", management.port_group, management.vlan, uplinks)
+        self.rdma_port_group = self._port_group(f"{name}-rdma-pg", plan.rdma_port_group, uplinks)
+        self.management_port_group = self._port_group(f"{name}-management-pg", plan.management_port_group, uplinks)
 
-        netmask = str(ipaddress.IPv4Network(rdma.cidr).netmask)
-        module_options = nmlx5_module_options(rdma.pfc_priority, rdma.trust, lossless=args.lossless)
+        netmask = str(ipaddress.IPv4Network(plan.rdma_cidr).netmask)
+        module_options = nmlx5_module_options(plan.pfc_priority, plan.trust, lossless=args.lossless)
         summary: dict[str, pulumi.Output] = {}
         pending: dict[str, pulumi.Output] = {}
-        for h in args.hosts:
+        for h in plan.hosts:
             host_opts = pulumi.ResourceOptions(parent=self)
             # Host names are vCenter inventory names (an FQDN or address); the slug keeps the URN parseable.
             prefix = f"{name}-{resource_slug(h.name)}"
@@ -132,7 +127,7 @@ class RoceFabric(pulumi.ComponentResource):
                 distributed_switch_port=self.dvs.id,
                 distributed_port_group=self.rdma_port_group.id,
                 ipv4=vsphere.VnicIpv4Args(ip=h.vmk_address, netmask=netmask),
-                mtu=rdma.mtu,
+                mtu=plan.rdma_mtu,
                 netstack="defaultTcpipStack",
                 opts=host_opts,
             )
@@ -164,12 +159,12 @@ class RoceFabric(pulumi.ComponentResource):
             "pendingReboot": self.pending_reboot,
         })
 
-    def _port_group(self, logical_name: str, name: str, vlan: int, uplinks: list[str]) -> vsphere.DistributedPortGroup:
+    def _port_group(self, logical_name: str, port_group: PortGroup, uplinks: list[str]) -> vsphere.DistributedPortGroup:
         return vsphere.DistributedPortGroup(
             logical_name,
-            name=name,
+            name=port_group.name,
             distributed_virtual_switch_uuid=self.dvs.id,
-            vlan_id=vlan,
+            vlan_id=port_group.vlan,
             active_uplinks=uplinks,
             standby_uplinks=[],
             opts=pulumi.ResourceOptions(parent=self),

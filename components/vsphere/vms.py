@@ -3,8 +3,9 @@
 Every VM gets a vmxnet3 management NIC. Workers also get a PVRDMA (`vmxnet3vrdma`) NIC on the RDMA
 port group with their planned address, memory fully reserved (a vGPU VM does not power on
 otherwise), the vGPU profile (pyvmomi: a PCI passthrough device with a vmiop backing), and DRS
-rules: anti-affinity rules that spread them over the worker hosts, or, where `workers.hosts`
-places each worker, a should-run-on rule per worker host.
+rules: anti-affinity rules that spread them over the worker hosts, or, where the plan pins each
+worker to its host (`workers.hosts`), a should-run-on rule per worker host. Everything here comes
+from the section's plan (LabVmsPlan), which alone decides where a VM goes.
 
 A running VM is never touched by what only its first boot reads (template, customization,
 ignition and kernel arguments in extra_config): see FIRST_BOOT_INPUTS in provider_facts.py.
@@ -23,9 +24,9 @@ import pulumi_vsphere as vsphere
 from components.facts import PlannedVm
 from components.model import ConfigError, Problem, resource_slug
 from components.secrets import LabSecrets
-from components.vsphere.config import VsphereConfig
 from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
+from components.vsphere.plan import LabVmsPlan
 from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
 from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
@@ -68,9 +69,8 @@ def split_vcenter_address(address: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class LabVmsArgs:
-    vsphere: VsphereConfig
-    vms: Sequence[PlannedVm]
-    """Every VM to create (LabPlan.vms)."""
+    plan: LabVmsPlan
+    """Every VM to create and where (LabPlan.lab_vms)."""
     fabric: RoceFabric
     vcenter: VcenterConnection
     extra_config: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
@@ -91,7 +91,7 @@ class LabVmsArgs:
 # expandCPUCountConfig and expandMemorySizeConfig set reboot_required for more vCPUs or memory without hot
 # add (and for less), and the resource's Update upgrades the hardware version on a powered-off VM; the
 # memory reservation follows the memory on a vGPU VM. Under ignore_changes the provider keeps the value it
-# has in its state: adding them to a running lab changes nothing (no input of the VM changes).
+# has in its state (what the upgrade to rolls did to a running lab: docs/day2.md).
 ROLLED_VM_INPUTS = [
     "numCpus",
     "memory",
@@ -128,34 +128,34 @@ class LabVms(pulumi.ComponentResource):
     """Per VM: role, host, management and RDMA addresses, vGPU profile."""
 
     def __init__(self, name: str, args: LabVmsArgs, opts: pulumi.ResourceOptions | None = None):
-        vs = args.vsphere
-        rdma_net = ipaddress.IPv4Network(vs.networks.rdma.cidr)
+        plan = args.plan
+        rdma_net = ipaddress.IPv4Network(plan.rdma_cidr)
         # The template is looked up first: without vsphere.hardwareVersion the VMs keep its hardware
         # version, and the policy pack needs that version among the component's inputs to judge PVRDMA.
         lookup = pulumi.InvokeOptions(parent=opts.parent if opts else None)
-        datacenter = vsphere.get_datacenter_output(name=vs.datacenter, opts=lookup)
-        template = vsphere.get_virtual_machine_output(name=vs.template, datacenter_id=datacenter.id, opts=lookup)
+        datacenter = vsphere.get_datacenter_output(name=plan.datacenter, opts=lookup)
+        template = vsphere.get_virtual_machine_output(name=plan.template, datacenter_id=datacenter.id, opts=lookup)
         super().__init__("gpu-lab:vsphere:LabVms", name, {
-            "vms": [_intent(vm, vs) for vm in args.vms],
-            "hardwareVersion": vs.hardware_version,
+            "vms": [_intent(vm, plan) for vm in plan.vms],
+            "hardwareVersion": plan.hardware_version,
             "templateHardwareVersion": template.hardware_version,
         }, opts)
         invoke = pulumi.InvokeOptions(parent=self)
 
-        cluster = vsphere.get_compute_cluster_output(name=vs.cluster, datacenter_id=datacenter.id, opts=invoke)
-        datastore = vsphere.get_datastore_output(name=vs.datastore, datacenter_id=datacenter.id, opts=invoke)
-        management_datastore = datastore if not vs.management_datastore else vsphere.get_datastore_output(
-            name=vs.management_datastore, datacenter_id=datacenter.id, opts=invoke)
-        management_host = vsphere.get_host_output(name=vs.management_host, datacenter_id=datacenter.id, opts=invoke)
+        cluster = vsphere.get_compute_cluster_output(name=plan.cluster, datacenter_id=datacenter.id, opts=invoke)
+        datastore = vsphere.get_datastore_output(name=plan.datastore, datacenter_id=datacenter.id, opts=invoke)
+        management_datastore = datastore if plan.management_datastore is None else vsphere.get_datastore_output(
+            name=plan.management_datastore, datacenter_id=datacenter.id, opts=invoke)
+        management_host = vsphere.get_host_output(name=plan.management_host, datacenter_id=datacenter.id, opts=invoke)
         management_host_network = vsphere.get_network_output(
-            name=vs.networks.management.management_host_network, datacenter_id=datacenter.id, opts=invoke)
+            name=plan.management_host_network, datacenter_id=datacenter.id, opts=invoke)
         host_ids = args.fabric.host_ids  # the fabric's lookups: the same worker hosts, in the same datacenter
 
         self.machines = {}
         self.rolls: dict[str, NodeRoll] = {}
         previous_roll: NodeRoll | None = None
         summary: dict[str, pulumi.Output] = {}
-        for vm in args.vms:
+        for vm in plan.vms:
             on_management_host = vm.role != "worker"
             nics = [vsphere.VirtualMachineNetworkInterfaceArgs(
                 network_id=management_host_network.id if on_management_host else args.fabric.management_port_group.id,
@@ -168,12 +168,11 @@ class LabVms(pulumi.ComponentResource):
                     network_id=args.fabric.rdma_port_group.id, adapter_type=PVRDMA_ADAPTER))
 
             extra = args.extra_config.get(vm.name)
-            if extra is None and vm.role == "worker" and vs.workers.cloud_init_user_data:
-                extra = cloud_init_extra_config(vs.workers.cloud_init_user_data)
-            elif extra is None and vm.role == "control-plane" and vs.control_plane.cloud_init_user_data:
-                extra = cloud_init_extra_config(vs.control_plane.cloud_init_user_data)
+            user_data = plan.cloud_init_user_data.get(vm.role)
+            if extra is None and user_data:
+                extra = cloud_init_extra_config(user_data)
             # Guests that configure themselves (ignition, cloud-init) must not be customized.
-            customize = None if extra is not None else _customization(vm, vs.domain, rdma_net.prefixlen)
+            customize = None if extra is not None else _customization(vm, plan.domain, rdma_net.prefixlen)
 
             memory_mb = vm.memory_gb * 1024
             machine = vsphere.VirtualMachine(
@@ -182,14 +181,14 @@ class LabVms(pulumi.ComponentResource):
                 resource_pool_id=management_host.resource_pool_id if on_management_host else cluster.resource_pool_id,
                 host_system_id=management_host.id if on_management_host else host_ids[vm.host],
                 datastore_id=(management_datastore if on_management_host else datastore).id,
-                folder=vs.folder,
+                folder=plan.folder,
                 num_cpus=vm.cpus,
                 memory=memory_mb,
                 # vGPU VMs do not power on without all guest memory reserved.
                 memory_reservation=memory_mb if vm.vgpu_profile else None,
                 memory_reservation_locked_to_max=True if vm.vgpu_profile else None,
                 # None keeps the template's version: the provider refuses to downgrade a VM.
-                hardware_version=vs.hardware_version,
+                hardware_version=plan.hardware_version,
                 guest_id=template.guest_id,
                 scsi_type=template.scsi_type,
                 firmware=template.firmware,
@@ -228,7 +227,7 @@ class LabVms(pulumi.ComponentResource):
                     f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
                     cpus=vm.cpus, memory_mb=memory_mb,
                     memory_reservation_mb=memory_mb if vm.vgpu_profile else None,
-                    hardware_version=vs.hardware_version, vgpu_profile=vm.vgpu_profile,
+                    hardware_version=plan.hardware_version, vgpu_profile=vm.vgpu_profile,
                     kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s,
                     opts=pulumi.ResourceOptions(
                         parent=self, deleted_with=machine,
@@ -242,9 +241,9 @@ class LabVms(pulumi.ComponentResource):
                 "vgpuProfile": vm.vgpu_profile,
             })
 
-        workers = [vm for vm in args.vms if vm.role == "worker"]
-        if vs.workers.hosts is None:
-            self._spread(name, [vm.name for vm in workers], len(vs.worker_hosts), cluster.id)
+        workers = [vm for vm in plan.vms if vm.role == "worker"]
+        if plan.worker_placement == "spread":
+            self._spread(name, [vm.name for vm in workers], plan.worker_host_count, cluster.id)
         else:
             self._keep_on_hosts(name, workers, host_ids, cluster.id)
 
@@ -301,15 +300,12 @@ def _customization(vm: PlannedVm, domain: str, rdma_prefix: int) -> vsphere.Virt
     )
 
 
-def _intent(vm: PlannedVm, vs: VsphereConfig) -> dict:
+def _intent(vm: PlannedVm, plan: LabVmsPlan) -> dict:
     """What the policy pack reads about a VM (docs/resource-contract.md)."""
-    management_subnet = vs.networks.management.vm_cidr
-    nics = [{"network": vs.networks.management.management_host_network if vm.role != "worker"
-             else vs.networks.management.port_group,
-             "adapterType": MANAGEMENT_ADAPTER, "subnet": management_subnet}]
+    nics = [{"network": plan.management_host_network if vm.role != "worker" else plan.management_port_group,
+             "adapterType": MANAGEMENT_ADAPTER, "subnet": plan.management_cidr}]
     if vm.rdma_address:
-        nics.append({"network": vs.networks.rdma.port_group, "adapterType": PVRDMA_ADAPTER,
-                     "subnet": vs.networks.rdma.cidr})
+        nics.append({"network": plan.rdma_port_group, "adapterType": PVRDMA_ADAPTER, "subnet": plan.rdma_cidr})
     return {
         "name": vm.name, "role": vm.role, "host": vm.host, "cpus": vm.cpus, "memoryGb": vm.memory_gb,
         "diskGb": vm.disk_gb, "managementAddress": vm.management_address, "rdmaAddress": vm.rdma_address,

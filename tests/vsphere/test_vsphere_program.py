@@ -4,6 +4,7 @@
 import builders
 import pytest
 
+from components.config import load_lab
 from tools.mockrun import run_program
 
 VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
@@ -165,6 +166,18 @@ def test_the_vm_leaves_what_rolls_to_the_roll_and_the_vgpu_goes_with_its_vm(lab)
 def test_workers_spread_by_one_anti_affinity_rule(lab):
     (rule,) = lab.of_type(ANTI_AFFINITY)
     assert sorted(rule.plain()["virtualMachineIds"]) == [f"vms-w0{i}-id" for i in (1, 2, 3, 4)]
+
+
+def test_the_plan_alone_places_the_workers(lab_config):
+    """Each worker's host and the kind of DRS rule come from one decision (components/vsphere/plan.py,
+    worker_placement); LabVms reads it from LabVmsPlan, never from the section."""
+    derived = load_lab(builders.sections(lab_config)).plan.lab_vms
+    lab_config["gpu-lab:vsphere"]["workers"]["hosts"] = ["esx04", "esx04", "esx01", "esx02"]
+    pinned = load_lab(builders.sections(lab_config)).plan.lab_vms
+    assert derived is not None and pinned is not None
+    assert derived.worker_placement == "spread" and pinned.worker_placement == "pinned"
+    assert [vm.host for vm in derived.vms if vm.role == "worker"] == WORKER_HOSTS
+    assert [vm.host for vm in pinned.vms if vm.role == "worker"] == ["esx04", "esx04", "esx01", "esx02"]
 
 
 def test_outputs_per_host_and_per_vm(lab):
