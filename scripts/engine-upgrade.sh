@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The upgrade test on the real engine: a lab part built by the previous release, then this tree's
 # preview must find nothing to do. What CI can run: the repo's pyvmomi dynamic resources
-# (components.vsphere.dynamic) against the vCenter simulator on a loopback port, on a file backend.
+# (components.dynamic) against the vCenter simulator on a loopback port, on a file backend.
 #
 #   1. the previous release (PREVIOUS, default the last of release/releases.txt) in a worktree;
 #   2. `pulumi up` with its components/ on the program's and the dynamic provider's PYTHONPATH;
@@ -54,7 +54,7 @@ read -r HOST VM_ID VM_NAME < <(SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWOR
     PYTHONPATH=$ROOT "$PY" - <<'EOF'
 import os, time
 from pyVmomi import vim
-from components.vsphere import hostops
+from components.dynamic import hostops
 for attempt in range(100):
     try:
         with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
@@ -79,13 +79,21 @@ cat >"$WORK/proj/__main__.py" <<'EOF'
 """The pyvmomi resources of whichever components/ is first on PYTHONPATH."""
 import pulumi
 
-from components.vsphere.dynamic import (
-    HostAdvancedOption,
-    HostFirewallRuleset,
-    VcenterConnection,
-    VmVgpuProfile,
-    pyvmomi_provider,
-)
+try:
+    from components.dynamic.host_settings import HostAdvancedOption, HostFirewallRuleset
+    from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
+    from components.dynamic.vgpu import VmVgpuProfile
+
+    def pyvmomi_provider():
+        return explicit_provider(PYVMOMI)
+except ImportError:  # a release before components/dynamic/
+    from components.vsphere.dynamic import (
+        HostAdvancedOption,
+        HostFirewallRuleset,
+        VcenterConnection,
+        VmVgpuProfile,
+        pyvmomi_provider,
+    )
 
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
