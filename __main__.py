@@ -16,8 +16,11 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
-from components.identity import OUTPUT as IDENTITY_OUTPUT
-from components.identity import LabIdentity, guard_deployed, guard_provider, identity_digest, identity_of
+from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
+from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest
+from components.dynamic.provider import GUARD, PYVMOMI, explicit_provider
+from components.dynamic.roll import DEFAULT_DRAIN_TIMEOUT_S
+from components.identity_rules import identity_of
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
 from components.secrets import (
@@ -29,9 +32,7 @@ from components.secrets import (
     preview_stand_ins,
 )
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
-from components.vsphere.dynamic import pyvmomi_provider
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
-from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S
 from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
 
 
@@ -54,7 +55,7 @@ def main() -> None:
     # guard_deployed refuses it too before anything registers, where --target or --replace skip the check.
     identity = identity_of(lab)
     guard_deployed("lab-identity", identity)
-    LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
+    LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=explicit_provider(GUARD)))
     pulumi.export(IDENTITY_OUTPUT, identity_digest(identity))
 
     openshift = None
@@ -64,7 +65,7 @@ def main() -> None:
 
     vms = None
     if plan.roce_fabric is not None and plan.lab_vms is not None and vcenter is not None:  # set with lab.vsphere
-        pyvmomi = pulumi.ResourceOptions(providers=[pyvmomi_provider()])  # see pyvmomi_provider
+        pyvmomi = pulumi.ResourceOptions(providers=[explicit_provider(PYVMOMI)])  # see explicit_provider
         fabric = RoceFabric("roce", RoceFabricArgs(
             plan=plan.roce_fabric, vcenter=vcenter, lossless=plan.rdma_lossless,
             protect=lab.lifecycle.protect), pyvmomi)

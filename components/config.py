@@ -38,7 +38,6 @@ from components.lab_plan import LabPlan, plan_lab
 from components.model import ConfigError, Model, Problem, closest, problems_from_validation_error
 from components.openshift.config import OpenShiftConfig, pull_secret_problems, ssh_key_problems
 from components.openshift.config import check as check_openshift
-from components.sdk_internals import config_set_in_process
 from components.secrets import SECRET_KEYS, SecretRule
 from components.switch.config import SwitchConfig
 from components.switch.config import check as check_switches
@@ -208,9 +207,7 @@ def program_config() -> dict[str, Any]:
     """Every config key the engine hands this program ("ns:key" -> value text).
 
     pulumi.Config can only look keys up, not list them. The engine's language host passes the
-    stack's config in the PULUMI_CONFIG environment variable (read by the public
-    pulumi.runtime.get_config_env); tests and `make plan` set it through the public
-    pulumi.runtime.set_all_config, which only the SDK's private CONFIG variable holds
-    (components/sdk_internals.py reads it).
+    stack's config in the PULUMI_CONFIG environment variable, read by the public
+    pulumi.runtime.get_config_env; `make plan` and the tests (tools/mockrun.py) set it the same way.
     """
-    return {**pulumi.runtime.get_config_env(), **config_set_in_process()}
+    return pulumi.runtime.get_config_env()

@@ -1,14 +1,6 @@
-"""CPython garbage-collector settings for the program's process while it registers resources.
-
-The program declares every resource before the event loop sends any of them, so the live heap
-grows to about two million tracked objects (Outputs, futures, protobuf structs) that all stay
-alive to the end. With the default thresholds (700, 10, 10) the cyclic collector keeps
-re-scanning that growing heap: half of the CPU time at 512 workers. Raised thresholds still
-left a quarter of it in young-generation collections, since nearly every young object
-survives. `relax_gc()` therefore moves what is alive (interpreter, SDK modules) out of the
-collector's sight with `gc.freeze()` and switches cyclic collection off for the rest of the
-registration; reference counting still frees all acyclic garbage at once. Peak memory at 512
-workers rises by about 5 % (README, Benchmark).
+"""Garbage-collector settings for a process that registers a whole stack: every resource is declared
+before any is sent, so about two million objects stay alive to the end and the cyclic collector would
+re-scan them over and over (half the CPU at 512 workers). Measurements: docs/benchmark.md.
 """
 
 from __future__ import annotations

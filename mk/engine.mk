@@ -3,7 +3,7 @@
 #   make setup-pulumi   the engine into .cache/pulumi: Pulumi's installer where reachable, else
 #                       built from Go modules (engine-bootstrap/; cold ~5 min on 2 cores, cached rerun ~2 s)
 #   make pulumi-check   report what is installed, build nothing
-#   make engine-sim     the real engine on components.vsphere.dynamic against lab-vcsim (make
+#   make engine-sim     the real engine on components.dynamic against lab-vcsim (make
 #                       simulator): preview with the policy pack, up, secrets check, update,
 #                       destroy (~15 s)
 #   make engine-upgrade the previous release's `up` on the same resources, then this tree's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real Pulumi engine (make setup-pulumi) on the repo's own pyvmomi dynamic resources
-# (components.vsphere.dynamic: every one of them) against the project's vCenter simulator
+# (components.dynamic: every one of them) against the project's vCenter simulator
 # (lab-vcsim, `make simulator`) on a loopback port: preview with the project's policy pack, up,
 # checks of the vSphere state and of secrets in the state file, an update, destroy, and a check
 # that destroy put every value back.
@@ -43,7 +43,7 @@ vsphere() {
     SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD "$PY" - "$@" <<'EOF'
 import os, sys, time
 from pyVmomi import vim
-from components.vsphere import hostops
+from components.dynamic import hostops
 
 what = sys.argv[1]
 login = (os.environ["SIM_USER"], os.environ["SIM_PASSWORD"])
@@ -92,24 +92,23 @@ cat >"$WORK/proj/__main__.py" <<'EOF'
 """The repo's pyvmomi resources under the real engine, against lab-vcsim."""
 import pulumi
 
-from components.vsphere.dynamic import (
+from components.dynamic.host_settings import (
     HostAdvancedOption,
     HostFirewallRuleset,
     HostGraphicsType,
     HostModuleOptions,
-    VcenterConnection,
-    VmVgpuProfile,
-    pyvmomi_provider,
 )
-from components.vsphere.roll import NodeRoll
+from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
+from components.dynamic.roll import NodeRoll
+from components.dynamic.vgpu import VmVgpuProfile
 
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
                          password=cfg.require_secret("password"), insecure=True)  # the simulator: self-signed
 host = cfg.require("host")
-# First the engine's default provider, as stacks created before pyvmomi_provider existed; then
+# First the engine's default provider, as stacks created before the explicit provider existed; then
 # the program's explicit one.
-opts = pulumi.ResourceOptions(provider=pyvmomi_provider()) if cfg.get_bool("explicitProvider") else None
+opts = pulumi.ResourceOptions(provider=explicit_provider(PYVMOMI)) if cfg.get_bool("explicitProvider") else None
 HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
 HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.require("vmknic"), opts=opts)
 HostGraphicsType("graphics", conn, host, "sharedDirect", opts=opts)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The upgrade test on the real engine: a lab part built by the previous release, then this tree's
 # preview must find nothing to do. What CI can run: the repo's pyvmomi dynamic resources
-# (components.vsphere.dynamic) against the vCenter simulator on a loopback port, on a file backend.
+# (components.dynamic) against the vCenter simulator on a loopback port, on a file backend.
 #
 #   1. the previous release (PREVIOUS, default the last of release/releases.txt) in a worktree;
 #   2. `pulumi up` with its components/ on the program's and the dynamic provider's PYTHONPATH;
+#      the provider classes its state pickles (by module and name) read back from the export;
 #   3. `pulumi preview --expect-no-changes` with this tree's components/ (the engine fails it on any
 #      create, update, replace or delete);
 #      (and, as a control, fails once an input changes);
@@ -54,7 +55,7 @@ read -r HOST VM_ID VM_NAME < <(SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWOR
     PYTHONPATH=$ROOT "$PY" - <<'EOF'
 import os, time
 from pyVmomi import vim
-from components.vsphere import hostops
+from components.dynamic import hostops
 for attempt in range(100):
     try:
         with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
@@ -79,13 +80,27 @@ cat >"$WORK/proj/__main__.py" <<'EOF'
 """The pyvmomi resources of whichever components/ is first on PYTHONPATH."""
 import pulumi
 
-from components.vsphere.dynamic import (
-    HostAdvancedOption,
-    HostFirewallRuleset,
-    VcenterConnection,
-    VmVgpuProfile,
-    pyvmomi_provider,
-)
+from pathlib import Path
+
+import components
+
+# By the tree on PYTHONPATH, not by trying the import: the venv's editable install would find a
+# module that tree lacks in the repo's own components/.
+if (Path(components.__file__).parent / "dynamic").is_dir():
+    from components.dynamic.host_settings import HostAdvancedOption, HostFirewallRuleset
+    from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
+    from components.dynamic.vgpu import VmVgpuProfile
+
+    def pyvmomi_provider():
+        return explicit_provider(PYVMOMI)
+else:  # a release before components/dynamic/
+    from components.vsphere.dynamic import (
+        HostAdvancedOption,
+        HostFirewallRuleset,
+        VcenterConnection,
+        VmVgpuProfile,
+        pyvmomi_provider,
+    )
 
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
@@ -107,6 +122,30 @@ done
 PYTHONPATH=$OLD run up.log pulumi up --yes --non-interactive
 grep -q '5 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up with $PREVIOUS created the stack and 4 resources"; }
 pass "up with $PREVIOUS: provider, firewall ruleset, advanced option, vGPU created"
+
+# The classes the state's __provider pickles name (module.name): what this tree must still import.
+run export.log pulumi stack export --show-secrets --file "$WORK/previous-state.json"
+PICKLED=$("$PY" - "$WORK/previous-state.json" <<'PY'
+import base64, json, pickletools, sys
+names = set()
+for resource in json.load(open(sys.argv[1]))["deployment"]["resources"]:
+    pickled = (resource.get("inputs") or {}).get("__provider")
+    if isinstance(pickled, dict):  # a secret, shown: {sig, plaintext: JSON text}
+        pickled = json.loads(pickled["plaintext"])
+    if pickled:
+        strings = []
+        for opcode, arg, _ in pickletools.genops(base64.b64decode(pickled)):
+            strings += [arg] if isinstance(arg, str) else []
+            if opcode.name == "STACK_GLOBAL":
+                names.add(".".join(strings[-2:]))
+print(" ".join(sorted(names)))
+PY
+) || fail "reading the providers the previous release pickled"
+[[ -n $PICKLED ]] || fail "the previous release's state holds no pickled provider"
+if [[ ! -d $OLD/components/dynamic && $PICKLED = *components.dynamic.* ]]; then
+    fail "the previous release's up pickled this tree's classes ($PICKLED): its own components/ was not used"
+fi
+pass "the state names the previous release's provider classes: $PICKLED"
 
 # ---------------------------------------------------------------- this tree: no changes
 PYTHONPATH=$ROOT run preview.log pulumi preview --expect-no-changes --non-interactive --diff

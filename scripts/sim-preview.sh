@@ -178,7 +178,7 @@ sim_state() {
     SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD PYTHONPATH=$ROOT "$PY" - <<'EOF'
 import os
 from pyVmomi import vim
-from components.vsphere import hostops
+from components.dynamic import hostops
 
 with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"],
                      port=int(os.environ["SIM_PORT"]), insecure=True) as si:

@@ -164,8 +164,6 @@ the identity guard (it compares the section a lab was built from with the edited
 SECTION_OWN = ("model", "plan", "rules")
 
 RAW_MODEL_ALLOWED = frozenset({
-    # vsphere: the node-identity block, until it moves to components/identity_rules.py
-    ("components.vsphere.config", "components.vsphere.model"),
     # openshift: not yet split, its config.py is still the model
     ("components.openshift.component", "components.openshift.config"),
     ("components.openshift.files", "components.openshift.config"),
@@ -230,3 +228,113 @@ def test_a_component_importing_a_raw_model_would_be_found():
         ("components.roce.host", "components.vsphere.model"),  # another package's component
         ("components.vsphere.vms", "components.vsphere.model"),  # the section's own component
     ]
+
+
+# ---------------------------------------------------------------- the SDK boundary
+
+SDK_INTERNAL_MODULES = ("pulumi.runtime.rpc", "pulumi.runtime.stack", "pulumi.runtime.settings",
+                        "pulumi.runtime.config", "pulumi.runtime.sync_await", "pulumi.dynamic.__main__",
+                        "pulumi.output")
+"""The Pulumi SDK modules the project reaches into (none of them among `pulumi.runtime`'s exports, or,
+for pulumi.output, only through `pulumi.Output`). Also internal: any private name or module under
+`pulumi` (`pulumi._types`, `pulumi.log._...`), `gc.get_objects` (how the provider server's thread pool
+is found), and an assignment to an attribute of `pulumi.runtime` or `pulumi.log` (a patch of the SDK)."""
+SDK_BOUNDARY = {"components": "components.sdk_internals", "__main__": "components.sdk_internals",
+                "tools": "tools.sdk_access"}
+"""Where, in each part, the internals may be touched: the live run's in one module, the tools' in another."""
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _is_sdk_internal(name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] == "gc":
+        return name.startswith("gc.get_objects")
+    if parts[0] != "pulumi":
+        return False
+    return any(name == m or name.startswith(f"{m}.") for m in SDK_INTERNAL_MODULES) \
+        or any(p.startswith("_") and not p.endswith("__") for p in parts[1:])  # private, not a dunder
+
+
+def sdk_internals_used(source: str) -> set[str]:
+    """What in `source` touches the SDK's internals, by dotted name."""
+    used: set[str] = set()
+    aliases: dict[str, str] = {}  # local name -> the dotted module or object it stands for
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                aliases[local] = alias.name if alias.asname else local
+                if _is_sdk_internal(alias.name):
+                    used.add(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                aliases[alias.asname or alias.name] = full
+                if _is_sdk_internal(node.module) or _is_sdk_internal(full):
+                    used.add(full)
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}  # a.b of a.b.c
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in inner and (dotted := _dotted(node)) is not None:
+            head, _, rest = dotted.partition(".")
+            full = f"{aliases.get(head, head)}.{rest}" if rest else aliases.get(head, head)
+            if _is_sdk_internal(full):
+                used.add(full)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                dotted = _dotted(target) if isinstance(target, ast.Attribute) else None
+                if dotted is None:
+                    continue
+                head, _, rest = dotted.partition(".")
+                full = f"{aliases.get(head, head)}.{rest}"
+                if full.startswith(("pulumi.runtime.", "pulumi.log.")):
+                    used.add(f"{full} (assigned)")
+    return used
+
+
+def test_only_the_sdk_boundary_modules_touch_sdk_internals():
+    offenders = {}
+    for module, path in MODULES.items():
+        part = module.split(".")[0]
+        if part not in SDK_BOUNDARY or module == SDK_BOUNDARY[part]:
+            continue
+        used = sdk_internals_used(path.read_text())
+        if used:
+            offenders[module] = sorted(used)
+    assert offenders == {}
+
+
+def test_the_sdk_boundary_modules_are_where_the_internals_are():
+    # guards the rule against a list that matches nothing
+    assert sdk_internals_used(MODULES["components.sdk_internals"].read_text()) >= {
+        "pulumi.runtime.rpc", "pulumi.runtime.settings.SETTINGS", "pulumi.output.Unknown", "gc.get_objects",
+        "pulumi.runtime.stack.wait_for_rpcs (assigned)", "pulumi.log.debug (assigned)"}
+    assert sdk_internals_used(MODULES["tools.sdk_access"].read_text()) >= {
+        "pulumi.runtime.sync_await._sync_await", "pulumi._types.input_type_to_dict", "pulumi.runtime.rpc"}
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from pulumi.runtime import rpc\n", {"pulumi.runtime.rpc"}),
+    ("import pulumi.runtime.stack\n", {"pulumi.runtime.stack"}),
+    ("from pulumi.runtime.settings import SETTINGS\n", {"pulumi.runtime.settings.SETTINGS"}),
+    ("import pulumi\nx = pulumi.runtime.config.CONFIG\n", {"pulumi.runtime.config.CONFIG"}),
+    ("import pulumi.log\npulumi.log.debug = print\n", {"pulumi.log.debug (assigned)"}),
+    ("import pulumi\npulumi.log._log(1)\n", {"pulumi.log._log"}),
+    ("import pulumi.dynamic.__main__ as server\n", {"pulumi.dynamic.__main__"}),
+    ("import gc\nobjects = gc.get_objects()\n", {"gc.get_objects"}),
+    ("from pulumi._types import input_type_to_dict\n", {"pulumi._types.input_type_to_dict"}),
+    ("import pulumi\npulumi.runtime.set_all_config({}, [])\nx = pulumi.Output.from_input(1)\n", set()),
+    ("import gc\ngc.freeze()\nfrom pulumi.dynamic import ResourceProvider\n", set()),
+])
+def test_the_rule_would_catch_a_violation(source, found):
+    assert sdk_internals_used(source) == found

@@ -1,4 +1,5 @@
-"""The lab's identity and the guard that refuses an edit a running lab cannot take (components/identity.py)."""
+"""The lab's identity and the guard that refuses an edit a running lab cannot take (components/identity_rules.py,
+components/dynamic/guard.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import builders
 import yaml
 
 from components.config import load_lab
-from components.identity import _PROVIDER, identity_of, identity_problems
+from components.dynamic.guard import _PROVIDER
+from components.identity_rules import identity_of, identity_problems
 from tools.mockrun import run_program
 
 

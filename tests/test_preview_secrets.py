@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from builders import lab_stack
 
-from components.sdk_internals import is_secret_value
 from components.secrets import PREVIEW_OPTIONAL, PREVIEW_STAND_IN, SECRET_KEYS
 from tools.mockrun import placeholder_secrets, run_program
+from tools.sdk_access import is_secret_value
 
 WITHOUT = {"gpu-lab:helperSshPrivateKey", "gpu-lab:switchPasswords"}
 

@@ -1,4 +1,5 @@
-"""The Pulumi SDK internals in components/sdk_internals.py still exist and behave as relied on.
+"""The Pulumi SDK internals in components/sdk_internals.py (the live run's) and tools/sdk_access.py
+(the tools' and tests') still exist and behave as relied on.
 
 Each failure names the symbol, the installed SDK version and the version the module was checked
 against, so an SDK upgrade that moves one of them fails here, not somewhere deep in `make plan`.
@@ -22,7 +23,7 @@ from pulumi.runtime.stack import Stack
 
 from components import sdk_internals
 from components.addons.kube import KUBERNETES_PLUGIN_VERSION, FlatCustomResource
-from tools import mockrun
+from tools import mockrun, sdk_access
 
 INSTALLED = {name: importlib.metadata.version(name) for name in ("pulumi", "pulumi_kubernetes")}
 
@@ -41,18 +42,6 @@ def parameters(function) -> list[str]:
 
 
 # ---------------------------------------------------------------- names and signatures
-
-
-def test_set_all_config_still_keeps_its_values_in_config():
-    from contextvars import ContextVar
-
-    from pulumi.runtime import config as runtime_config
-
-    if not isinstance(getattr(runtime_config, "CONFIG", None), ContextVar):
-        sdk_changed("pulumi.runtime.config.CONFIG", "no longer a ContextVar")
-    pulumi.runtime.set_all_config({"gpu-lab:probe": "1"}, [])
-    if sdk_internals.config_set_in_process().get("gpu-lab:probe") != "1":
-        sdk_changed("pulumi.runtime.config.CONFIG", "set_all_config no longer writes it")
 
 
 def pinned_rpc_function(name: str, expected: list[str], was: str, *, leading_only: bool = False) -> None:
@@ -147,7 +136,7 @@ def test_stack_exports_are_what_the_program_exported():
         exported["secret"] = pulumi.Output.secret("hidden")
         for name, value in exported.items():
             pulumi.export(name, value)
-        exported["seen"] = sdk_internals.stack_exports()
+        exported["seen"] = sdk_access.stack_exports()
 
     run_under_mocks(program)
     seen = exported.pop("seen")
@@ -163,7 +152,7 @@ def test_resolved_waits_for_the_value_and_its_secretness():
         outputs["plain"] = pulumi.Output.from_input("shown")
 
     run_under_mocks(program)
-    seen = {name: sdk_internals.resolved(output) for name, output in outputs.items()}
+    seen = {name: sdk_access.resolved(output) for name, output in outputs.items()}
     if seen != {"secret": ("HIDDEN", True), "plain": ("shown", False)}:
         sdk_changed("pulumi.runtime.sync_await._sync_await", f"Output.future()/is_secret() gave {seen!r}")
 
@@ -174,12 +163,12 @@ def test_registered_inputs_decode_with_secrets_still_marked():
                               {"plain": "value", "secret": pulumi.Output.secret("hidden")})
 
     recorder = run_under_mocks(program)
-    inputs = sdk_internals.deserialize_properties(recorder.requests["thing"].object)
+    inputs = sdk_access.deserialize_properties(recorder.requests["thing"].object)
     if set(inputs) != {"plain", "secret"} or inputs["plain"] != "value":
         sdk_changed("pulumi.runtime.rpc.deserialize_properties", f"decoded {inputs!r}")
-    if not sdk_internals.is_secret_value(inputs["secret"]) or inputs["secret"].get("value") != "hidden":
+    if not sdk_access.is_secret_value(inputs["secret"]) or inputs["secret"].get("value") != "hidden":
         sdk_changed("pulumi.runtime.rpc.is_rpc_secret", f"does not recognise the secret {inputs['secret']!r}")
-    if sdk_internals.is_secret_value(inputs["plain"]):
+    if sdk_access.is_secret_value(inputs["plain"]):
         sdk_changed("pulumi.runtime.rpc.is_rpc_secret", "calls a plain string secret")
 
 
@@ -199,7 +188,7 @@ def test_flat_custom_resource_registers_like_the_kubernetes_classes():
     typed, flat = recorder.requests["typed"], recorder.requests["flat"]
     assert typed.type == "kubernetes:example.com/v1:Thing"
     assert flat.type == "kubernetes:security.openshift.io/v1:SecurityContextConstraints"
-    assert sdk_internals.deserialize_properties(flat.object) == scc
+    assert sdk_access.deserialize_properties(flat.object) == scc
     assert flat.version == typed.version == KUBERNETES_PLUGIN_VERSION, (
         f"pulumi_kubernetes {INSTALLED['pulumi_kubernetes']} sends version {typed.version!r}, "
         f"pulumi-plugin.json says {KUBERNETES_PLUGIN_VERSION!r}")
@@ -402,3 +391,43 @@ def test_widening_applies_only_in_the_provider_server_of_the_checked_sdk(monkeyp
     finally:
         del grpc_server
         pool.shutdown(wait=False)
+
+
+def test_the_provider_server_still_reports_a_failure_through_its_module_traceback():
+    # What one_line_errors_in_the_provider_server stands in for: pulumi/dynamic/__main__.py,
+    # _abort_with_traceback, which sends traceback.format_exc() looked up in its module at call time.
+    import pulumi.dynamic
+
+    source = (Path(pulumi.dynamic.__file__).parent / "__main__.py").read_text()
+    if "def _abort_with_traceback" not in source or "traceback.format_exc()" not in source \
+            or "\nimport traceback\n" not in source:
+        sdk_changed("pulumi.dynamic.__main__._abort_with_traceback", "it no longer sends traceback.format_exc()")
+
+
+def test_one_line_errors_apply_only_in_the_provider_server_of_the_checked_sdk(monkeypatch):
+    import sys
+    import traceback
+    import types
+
+    class OneLine(RuntimeError):
+        pass
+
+    assert sdk_internals.one_line_errors_in_the_provider_server(OneLine) is False  # pytest's __main__ is no server
+    server = types.ModuleType("__main__")
+    server._abort_with_traceback = lambda *args: None
+    server.traceback = traceback
+    monkeypatch.setitem(sys.modules, "__main__", server)
+    monkeypatch.setattr(sdk_internals, "sdk_version", lambda: "3.999.0")
+    assert sdk_internals.one_line_errors_in_the_provider_server(OneLine) is False
+    assert server.traceback is traceback
+    monkeypatch.setattr(sdk_internals, "sdk_version", lambda: sdk_internals.CHECKED_AGAINST["pulumi"])
+    assert sdk_internals.one_line_errors_in_the_provider_server(OneLine) is True
+    try:
+        raise OneLine("host 'esx01', graphics type: create failed in X: permission denied")
+    except OneLine:
+        assert server.traceback.format_exc() == "host 'esx01', graphics type: create failed in X: permission denied"
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        assert "Traceback" in server.traceback.format_exc() and "ValueError: a bug" in server.traceback.format_exc()
+    assert server.traceback.print_exc is traceback.print_exc  # everything else is the module's own

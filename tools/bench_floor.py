@@ -61,11 +61,11 @@ def _count_outputs_and_applies() -> None:
 
 
 def record(workers: int, manifest: Path) -> dict:
-    from pulumi._types import input_type_to_dict
     from pulumi.resource import Resource
 
     from tools import mockrun
     from tools.bench_lab import scaled_lab
+    from tools.sdk_access import input_type_to_dict
 
     prop_counts: dict[tuple[str, str], int] = {}
     original_resource_init = Resource.__init__
@@ -130,8 +130,8 @@ def replay(manifest: Path) -> dict:
 
     import pulumi
 
-    from components.sdk_internals import is_secret_value
     from tools.mockrun import LabMocks, RecordingMonitor, run_under_mocks
+    from tools.sdk_access import is_secret_value
 
     for module in data["providerModules"]:  # the program pays for importing its provider SDKs too
         importlib.import_module(module)

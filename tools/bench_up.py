@@ -57,7 +57,7 @@ DELAYS: dict[str, tuple[int, str]] = {
 }
 
 # What each resource's create waits for, in order (pulumi-vsphere: the terraform provider's create
-# functions; ours: components/vsphere/hostops.py). Keyed by resource type, or by a dynamic
+# functions; ours: components/dynamic/hostops.py). Keyed by resource type, or by a dynamic
 # resource's `kind`.
 CREATE_CALLS: dict[str, tuple[str, ...]] = {
     "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch": ("CreateDVS_Task",),

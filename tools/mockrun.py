@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from pulumi.runtime import get_root_resource  # noqa: F401  (tests compare the r
 from pulumi.runtime.mocks import MockMonitor
 
 from components.runtime_tuning import relaxed_gc
-from components.sdk_internals import deserialize_properties, is_secret_value, stack_exports
+from tools.sdk_access import deserialize_properties, is_secret_value, stack_exports
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
@@ -188,7 +190,7 @@ class LabMocks(pulumi.runtime.Mocks):
         token, a = args.token, args.args
         if token == "pulumi:pulumi:readStackResourceOutputs":
             return {"name": a.get("stackName"), "outputs": dict(self.deployed)}
-        if token == "pulumi:pulumi:readStackOutputs":  # a deployed stack has outputs (components/identity.py)
+        if token == "pulumi:pulumi:readStackOutputs":  # a deployed stack has outputs (components/dynamic/guard.py)
             return {"name": a.get("name"), "outputs": {"labIdentity": "deployed"} if self.deployed else {}}
         if token == "vsphere:index/getDatacenter:getDatacenter":
             return {"id": f"datacenter-{a.get('name')}", "name": a.get("name")}
@@ -356,7 +358,6 @@ def run_program(
     state = {r.urn: {"type": r.type, "outputs": unwrap_secrets(r.outputs)}
              for r in (deployed.resources if deployed else [])}
     monitor = RecordingMonitor(LabMocks(state))
-    pulumi.runtime.set_all_config(all_config, secret_keys)
     exports = _StackExports()
 
     def run_main() -> pulumi.Output:
@@ -364,7 +365,7 @@ def run_program(
         return exports.watch()
 
     # The program's own process relaxes the collector before its imports (components/runtime_tuning.py).
-    with relaxed_gc():
+    with relaxed_gc(), engine_config(all_config, secret_keys):
         program = _load_program(program_dir or REPO)
         run_under_mocks(run_main, monitor, stack=stack, preview=preview)
         registered = monitor.get_registered_resources()
@@ -373,6 +374,28 @@ def run_program(
                 recorded.outputs = registered[recorded.urn].state
                 recorded.id = registered[recorded.urn].id or ""
     return Run(resources=monitor.recorded, outputs=exports.resolved(), stack=stack)
+
+
+CONFIG_ENV = ("PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")
+
+
+@contextmanager
+def engine_config(config: Mapping[str, str], secret_keys: list[str]) -> Iterator[None]:
+    """The stack config as the engine hands it to a program: PULUMI_CONFIG and PULUMI_CONFIG_SECRET_KEYS
+    in the environment, loaded into pulumi.Config as the Python language host does (set_all_config of
+    the two), for the block; the environment as it was afterwards."""
+    before = {name: os.environ.get(name) for name in CONFIG_ENV}
+    os.environ["PULUMI_CONFIG"] = json.dumps(dict(config))
+    os.environ["PULUMI_CONFIG_SECRET_KEYS"] = json.dumps(list(secret_keys))
+    try:
+        pulumi.runtime.set_all_config(pulumi.runtime.get_config_env(), pulumi.runtime.get_config_secret_keys_env())
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_stack(stack: str, **kwargs) -> Run:

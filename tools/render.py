@@ -21,10 +21,10 @@ from components.addons.render import render_files as render_addons
 from components.config import gpu_lab_sections, load_lab
 from components.model import ConfigError, whole_numbers
 from components.openshift.render import render_files as render_openshift
-from components.sdk_internals import is_secret_value
 from components.switch.render import render_files as render_switch
 from tools.mockrun import Run, run_program
 from tools.plan import write_plan
+from tools.sdk_access import is_secret_value
 from tools.stackfile import load_stack_config, offline_secrets
 
 KUBERNETES_PREFIX = "kubernetes:"

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_vsphere as vsphere
 
-from components.model import resource_slug
-from components.roce.host import nmlx5_module_options
-from components.vsphere.dynamic import (
+from components.dynamic.host_settings import (
     HostAdvancedOption,
     HostFirewallRuleset,
     HostGraphicsType,
     HostModuleOptions,
-    VcenterConnection,
 )
+from components.dynamic.provider import VcenterConnection
+from components.model import resource_slug
+from components.roce.host import nmlx5_module_options
 from components.vsphere.plan import PortGroup, RoceFabricPlan
 
 PVRDMA_VMKNIC_OPTION = "Net.PVRDMAVmknic"

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_vsphere as vsphere
 
+from components.dynamic.provider import VcenterConnection
+from components.dynamic.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
+from components.dynamic.vgpu import VmVgpuProfile
 from components.facts import PlannedVm
 from components.model import ConfigError, Problem, resource_slug
 from components.secrets import LabSecrets
-from components.vsphere.dynamic import VcenterConnection, VmVgpuProfile
 from components.vsphere.fabric import RoceFabric
 from components.vsphere.plan import LabVmsPlan
 from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
-from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
@@ -86,7 +87,7 @@ class LabVmsArgs:
 
 
 # What powers a running cluster node's VM off to change it, and which the node's NodeRoll applies
-# instead, one node at a time and drained (components/vsphere/roll.py): pulumi-vsphere would power
+# instead, one node at a time and drained (components/dynamic/roll.py): pulumi-vsphere would power
 # every VM of a group off at the same moment. terraform-provider-vsphere, virtual_machine_config_structure.go:
 # expandCPUCountConfig and expandMemorySizeConfig set reboot_required for more vCPUs or memory without hot
 # add (and for less), and the resource's Update upgrades the hardware version on a powered-off VM; the

@@ -394,7 +394,7 @@ class VcenterSim(Server):
         return sim
 
     def session(self):
-        from components.vsphere import hostops
+        from components.dynamic import hostops
 
         return hostops.session("127.0.0.1", self.user, self.password, port=self.port, insecure=True)
 
@@ -420,7 +420,7 @@ class VcenterSim(Server):
         """Per host: graphics type, nmlx5_core options, pvrdma ruleset, Net.PVRDMAVmknic."""
         from pyVmomi import vim
 
-        from components.vsphere import hostops
+        from components.dynamic import hostops
 
         found = {}
         with self.session() as si:

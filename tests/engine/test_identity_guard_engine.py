@@ -2,7 +2,7 @@
 an edit past it that a running lab cannot take.
 
 A small project stands in for the lab: the real `LabIdentity` and `guard_deployed` of
-components/identity.py, beside a dynamic resource `payload` that writes its value to a file when it
+components/dynamic/guard.py, beside a dynamic resource `payload` that writes its value to a file when it
 is created or updated (what a step does to the lab). The engine skips `Check` for resources that
 are not targeted (pulumi/pulumi pkg/resource/deploy/step_generator.go: "If not targeted, stub out
 the provider check") and calls it without the old inputs for a resource targeted for replacement;
@@ -29,7 +29,9 @@ import pulumi
 from pathlib import Path
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.identity import OUTPUT, CLUSTER_KEYS, LabIdentity, guard_deployed, guard_provider, identity_digest
+from components.dynamic.guard import OUTPUT, LabIdentity, guard_deployed, identity_digest
+from components.dynamic.provider import GUARD, explicit_provider
+from components.identity_rules import CLUSTER_KEYS
 
 config = pulumi.Config("guard")
 cluster = {key: None for key in CLUSTER_KEYS}
@@ -39,7 +41,7 @@ identity = {"cluster": cluster, "vsphere": None, "bareMetal": {},
                        "user": "root"}}
 if config.get_bool("programGuard") is not False:
     guard_deployed("lab-identity", identity)
-LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
+LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=explicit_provider(GUARD)))
 pulumi.export(OUTPUT, identity_digest(identity))  # as __main__.py does: a deployed stack has outputs
 
 

@@ -245,7 +245,8 @@ def test_the_guard_holds_without_the_engines_check(lab):
 
 
 def test_a_guard_that_cannot_read_the_deployed_section_warns(lab):
-    from components.identity import _IdentityProvider, identity_problems, identity_warnings
+    from components.dynamic.guard import _IdentityProvider
+    from components.identity_rules import identity_problems, identity_warnings
 
     config, base = lab
     old = base.named("lab-identity").plain()

@@ -12,11 +12,11 @@ import pytest
 import yaml
 from openshift_helpers import script_values, sections
 
-from components import sdk_internals
 from components.config import load_lab
 from components.openshift.component import OpenShiftUpi, OpenShiftUpiArgs
 from components.openshift.render import render_files
 from components.secrets import LabSecrets, MissingSecretError
+from tools import sdk_access
 from tools.mockrun import FORMATTED_PLACEHOLDERS, run_program
 
 TYPE = "gpu-lab:openshift:OpenShiftUpi"
@@ -305,7 +305,7 @@ def secrets(**missing) -> LabSecrets:
 
 
 def resolve(output):
-    return sdk_internals.resolved(output)
+    return sdk_access.resolved(output)
 
 
 @pytest.fixture

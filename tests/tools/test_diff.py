@@ -235,8 +235,9 @@ def dynamic(name: str, provider, **inputs) -> Planned:
 
 
 def test_dynamic_resources_are_diffed_by_their_own_provider():
-    # components/vsphere/dynamic.py _SettingProvider.diff: target keys replace, the value updates
-    from components.vsphere.dynamic import AdvancedOptionProvider, VgpuProfileProvider
+    # components/dynamic/provider.py _SettingProvider.diff: target keys replace, the value updates
+    from components.dynamic.host_settings import AdvancedOptionProvider
+    from components.dynamic.vgpu import VgpuProfileProvider
 
     option = AdvancedOptionProvider()
     before = dynamic("opt", option, hostName="h", key="Net.PVRDMAVmknic", value="vmk1")
@@ -248,13 +249,13 @@ def test_dynamic_resources_are_diffed_by_their_own_provider():
     changed = dynamic("opt", option, hostName="h", key="Net.PVRDMAVmknic", value="vmk1")
     changed.inputs["password"] = {diff.SECRET: "q"}
     assert one([before], [changed])["keys"] == ["password"]
-    # a profile change is the node's roll, which powers the VM off and on (components/vsphere/roll.py);
+    # a profile change is the node's roll, which powers the VM off and on (components/dynamic/roll.py);
     # the vGPU resource does not compare the profile (it keeps the one it attached)
     vgpu = VgpuProfileProvider()
     old = dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01", profile="grid_v100-8c")
     assert [s for s in steps_between([old], [dynamic("vgpu", vgpu, vmId="vm-1", vmName="w01",
                                                      profile="grid_v100-16c")]) if s.op in diff.OPS] == []
-    from components.vsphere.roll import NodeRollProvider
+    from components.dynamic.roll import NodeRollProvider
 
     roll = NodeRollProvider()
     base = {"vmId": "vm-1", "vmName": "w01", "cpus": 4, "memoryMb": 1024, "vgpuProfile": "grid_v100-8c"}
@@ -270,7 +271,7 @@ def test_dynamic_resources_are_diffed_by_their_own_provider():
 
 
 def test_a_replaced_vm_makes_its_vgpu_target_unknown_and_so_replaced():
-    from components.vsphere.dynamic import VgpuProfileProvider
+    from components.dynamic.vgpu import VgpuProfileProvider
 
     machine = res("vms-w01", VM_T, VM, outputs={"moid": "vm-4242"})
     vgpu = dynamic("vgpu", VgpuProfileProvider(), vmId="vm-4242", vmName="w01", profile="p")
@@ -362,9 +363,9 @@ def test_a_child_follows_its_parents_alias():
 
 
 def test_moving_to_the_explicit_dynamic_provider_changes_nothing_another_provider_replaces():
-    # step_generator.go providerChanged; components/vsphere/dynamic.py pyvmomi_provider: pulumi-python has
+    # step_generator.go providerChanged; components/dynamic/provider.py explicit_provider: pulumi-python has
     # no DiffConfig, so moving from the default provider keeps the resources
-    from components.vsphere.dynamic import FirewallRulesetProvider
+    from components.dynamic.host_settings import FirewallRulesetProvider
 
     before = dynamic("fw", FirewallRulesetProvider(), hostName="h", ruleset="pvrdma", enabled=True)
     pyvmomi = res("pyvmomi", "pulumi:providers:pulumi-python", {})

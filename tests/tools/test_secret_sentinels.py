@@ -27,10 +27,10 @@ import builders
 import pytest
 
 from components.addons.bitfusion import TOKEN_FILES
-from components.sdk_internals import is_secret_value
 from components.secrets import SECRET_KEYS
 from tools import render
 from tools.mockrun import REPO, Run, run_program
+from tools.sdk_access import is_secret_value
 from tools.stackfile import bitfusion_token_archive, load_stack_config
 
 SECRET = "kubernetes:core/v1:Secret"
@@ -51,7 +51,7 @@ WORD = {
 # Where each secret may be: (resource type, input path). Paths are the recorded inputs' keys,
 # list indexes as [n]; a pattern matches the whole path.
 CARRIERS: dict[str, set[tuple[str, str]]] = {
-    # the pyvmomi dynamic resources log in to vCenter themselves (components/vsphere/dynamic.py)
+    # the pyvmomi dynamic resources log in to vCenter themselves (components/dynamic/)
     "vsphere:password": {("pulumi-python:dynamic:Resource", "password"), ("pulumi:providers:vsphere", "password")},
     # install-config, on openshift-install's stdin
     "gpu-lab:pullSecret": {("command:local:Command", "stdin")},

@@ -168,14 +168,20 @@ def test_broken_stack_exits_2_with_path_value_and_what_is_allowed(tmp_path, text
 # ---------------------------------------------------------------- the program's own view (under mocks)
 
 
-def test_program_config_sees_every_key_the_sdk_holds():
-    """components.config.program_config lists the keys set_all_config set (tests/test_sdk_internals.py pins how)."""
+def test_program_config_sees_every_key_the_engine_hands_over():
+    """components.config.program_config lists the keys of PULUMI_CONFIG, as the engine sets it and as
+    tools/mockrun.py does for `make plan`; pulumi.Config sees the same values, secrets marked."""
     import pulumi
 
     from components.config import program_config
+    from tools.mockrun import engine_config
 
-    pulumi.runtime.set_all_config({"gpu-lab:switch": "[]", "vsphere:user": "u"}, [])
-    assert {"gpu-lab:switch", "vsphere:user"} <= set(program_config())
+    with engine_config({"gpu-lab:switch": "[]", "vsphere:user": "u", "vsphere:password": "p"}, ["vsphere:password"]):
+        assert {"gpu-lab:switch", "vsphere:user", "vsphere:password"} <= set(program_config())
+        assert pulumi.Config("vsphere").get("user") == "u"
+        assert pulumi.runtime.is_config_secret("vsphere:password")
+        assert not pulumi.runtime.is_config_secret("vsphere:user")
+    assert "vsphere:user" not in program_config()  # the environment as it was
 
 
 def run_with(config: dict, **kwargs):

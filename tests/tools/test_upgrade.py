@@ -87,7 +87,7 @@ def test_a_sizing_change_is_a_reboot(recorded):
     edited = copy.deepcopy(config)
     edited["gpu-lab:vsphere"]["workers"]["sizing"]["memoryGb"] = 32  # more memory without hot add: a power-cycle
     found = upgrade.findings("test", upgrade.read_baseline("test", directory), planned(edited))
-    # made by each worker's roll (components/vsphere/roll.py), one after the other, not by its VM
+    # made by each worker's roll (components/dynamic/roll.py), one after the other, not by its VM
     assert {(f.name, f.change) for f in found} >= {(f"vms-{w}-roll", "reboot") for w in builders.WORKERS}
     assert not {(f.name, f.change) for f in found} & {(f"vms-{w}", "reboot") for w in builders.WORKERS}
 

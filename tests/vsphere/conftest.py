@@ -83,7 +83,7 @@ def _wait_for_port(proc: subprocess.Popen, out_path: Path, err_path: Path) -> in
 
 
 def _wait_until_answering(proc: subprocess.Popen, sim: Vcsim, err_path: Path) -> None:
-    from components.vsphere import hostops
+    from components.dynamic import hostops
 
     deadline = time.monotonic() + _START_TIMEOUT_S
     last: Exception | None = None
@@ -101,7 +101,7 @@ def _wait_until_answering(proc: subprocess.Popen, sim: Vcsim, err_path: Path) ->
 @pytest.fixture(scope="session")
 def si(vcsim: Vcsim):
     """A session of our own, to read vSphere state independently of the code under test."""
-    from components.vsphere import hostops
+    from components.dynamic import hostops
 
     with hostops.session(vcsim.server, vcsim.user, vcsim.password, port=vcsim.port, insecure=True) as service:
         yield service
@@ -111,7 +111,7 @@ def vm_named(si, name: str):
     """The simulator's VM of that name."""
     from pyVmomi import vim
 
-    from components.vsphere import hostops
+    from components.dynamic import hostops
 
     return next(vm for vm in hostops._inventory(si, vim.VirtualMachine) if vm.name == name)
 
@@ -187,7 +187,7 @@ def fake_graphics(monkeypatch: pytest.MonkeyPatch):
     test can make it misbehave."""
     from pyVmomi import vim
 
-    from components.vsphere import hostops
+    from components.dynamic import hostops
 
     stub = RecordingStub(
         properties={

@@ -17,7 +17,8 @@ import builders
 import pytest
 from pyVmomi import vim
 
-from components.vsphere import dynamic as d
+from components.dynamic.host_settings import _ADVANCED_OPTION, _FIREWALL_RULESET
+from components.dynamic.vgpu import _VGPU_PROFILE
 from components.vsphere.vms import FIRST_BOOT_INPUTS, ROLLED_VM_INPUTS
 from tools.diff import Engine, changes, snapshot, steps_between
 from tools.mockrun import Run, placeholder_secrets, run_program
@@ -278,7 +279,7 @@ def test_an_upgraded_vgpu_resource_is_an_update_that_changes_nothing_on_vsphere(
     for worker in builders.WORKERS:
         now = new.inputs[f"vms-{worker}-vgpu"]
         before = {k: v for k, v in now.items() if k not in ("kubeconfig", "oc", "nodeName")}
-        diff = d._VGPU_PROFILE.diff("id", before, now)
+        diff = _VGPU_PROFILE.diff("id", before, now)
         assert (diff.changes, diff.replaces) == (True, [])
         assert now["nodeName"] == worker and now["oc"] == "oc" and now["kubeconfig"]
 
@@ -287,7 +288,7 @@ def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
     """The update a rotated vCenter password causes, against vcsim: each setting is read and, being
     what the state says, left alone (module options and graphics: test_pending_reboot.py; vGPU:
     test_vgpu_roll.py)."""
-    from components.vsphere import hostops
+    from components.dynamic import hostops
 
     writes: list[str] = []
 
@@ -302,13 +303,13 @@ def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
     for setter in ("set_advanced_option", "set_ruleset_enabled"):
         monkeypatch.setattr(hostops, setter, spy(setter))
     engine = {"__provider": "c2VyaWFsaXplZA==", **conn_props}
-    option = {**engine, "kind": d._ADVANCED_OPTION.kind, "hostName": "DC0_C0_H1", "key": "Net.PVRDMAVmknic",
+    option = {**engine, "kind": _ADVANCED_OPTION.kind, "hostName": "DC0_C0_H1", "key": "Net.PVRDMAVmknic",
               "value": "vmk1"}
-    ruleset = {**engine, "kind": d._FIREWALL_RULESET.kind, "hostName": "DC0_C0_H1", "ruleset": "pvrdma",
+    ruleset = {**engine, "kind": _FIREWALL_RULESET.kind, "hostName": "DC0_C0_H1", "ruleset": "pvrdma",
                "enabled": True}
     hostops.find_host(si, "DC0_C0_H1").configManager.advancedOption.UpdateOptions(
         changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
-    created = [(p, p.create(props)) for p, props in ((d._ADVANCED_OPTION, option), (d._FIREWALL_RULESET, ruleset))]
+    created = [(p, p.create(props)) for p, props in ((_ADVANCED_OPTION, option), (_FIREWALL_RULESET, ruleset))]
     try:
         assert writes == ["set_advanced_option", "set_ruleset_enabled"]
         for provider, made in created:

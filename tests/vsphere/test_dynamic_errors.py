@@ -18,8 +18,16 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 from pyVmomi import vim, vmodl
 from test_dynamic_providers import ROOT, _clean_env
 
-from components.vsphere import dynamic as d
-from components.vsphere import hostops
+from components.dynamic import hostops
+from components.dynamic.host_settings import (
+    _ADVANCED_OPTION,
+    _FIREWALL_RULESET,
+    _GRAPHICS_TYPE,
+    _MODULE_OPTIONS,
+    FirewallRulesetProvider,
+)
+from components.dynamic.provider import VsphereOperationError
+from components.dynamic.vgpu import _VGPU_PROFILE
 
 URN = "urn:pulumi:lab::gpu-lab::pulumi-python:dynamic:Resource::{}"
 
@@ -53,7 +61,7 @@ def assert_one_line(text: str) -> None:
 
 
 def test_a_missing_host_is_one_line_naming_host_setting_and_call(provider_server, conn_props):
-    text = create_error(provider_server, d._FIREWALL_RULESET, "fw", {
+    text = create_error(provider_server, _FIREWALL_RULESET, "fw", {
         **conn_props, "hostName": "esx99.lab.example.com", "ruleset": "pvrdma", "enabled": True})
     assert_one_line(text)
     assert text.startswith(
@@ -63,7 +71,7 @@ def test_a_missing_host_is_one_line_naming_host_setting_and_call(provider_server
 
 
 def test_a_missing_vm_is_one_line(provider_server, conn_props):
-    text = create_error(provider_server, d._VGPU_PROFILE, "vgpu", {
+    text = create_error(provider_server, _VGPU_PROFILE, "vgpu", {
         **conn_props, "vmId": "vm-999999", "vmName": "w01", "profile": "grid_v100-16c"})
     assert_one_line(text)
     assert text == ("VM 'w01' (vm-999999), vGPU profile: create failed in VirtualMachine.name (VM look-up by "
@@ -71,7 +79,7 @@ def test_a_missing_vm_is_one_line(provider_server, conn_props):
 
 
 def test_a_missing_advanced_option_is_one_line(provider_server, conn_props):
-    text = create_error(provider_server, d._ADVANCED_OPTION, "opt", {
+    text = create_error(provider_server, _ADVANCED_OPTION, "opt", {
         **conn_props, "hostName": "DC0_C0_H0", "key": "Net.NoSuchOption", "value": "1"})
     assert_one_line(text)
     assert text == ("host 'DC0_C0_H0', advanced option Net.NoSuchOption: create failed in OptionManager.QueryOptions: "
@@ -79,7 +87,7 @@ def test_a_missing_advanced_option_is_one_line(provider_server, conn_props):
 
 
 def test_a_missing_kernel_module_is_one_line(provider_server, conn_props):
-    text = create_error(provider_server, d._MODULE_OPTIONS, "mod", {
+    text = create_error(provider_server, _MODULE_OPTIONS, "mod", {
         **conn_props, "hostName": "DC0_C0_H0", "module": "nmlx9_core", "options": "pfctx=0x08"})
     assert_one_line(text)
     assert text == ("host 'DC0_C0_H0', options of module nmlx9_core: create failed in "
@@ -88,7 +96,7 @@ def test_a_missing_kernel_module_is_one_line(provider_server, conn_props):
 
 
 def test_a_rejected_login_is_one_line(provider_server, conn_props):
-    text = create_error(provider_server, d._FIREWALL_RULESET, "fw-login", {
+    text = create_error(provider_server, _FIREWALL_RULESET, "fw-login", {
         **conn_props, "password": "not-the-password", "hostName": "DC0_H0", "ruleset": "pvrdma", "enabled": True})
     assert_one_line(text)
     assert text == (f"host 'DC0_H0', firewall ruleset pvrdma: create failed in SessionManager.Login: login failed: "
@@ -99,7 +107,7 @@ def test_a_refused_connection_is_one_line(provider_server, conn_props):
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
-    text = create_error(provider_server, d._GRAPHICS_TYPE, "gfx", {
+    text = create_error(provider_server, _GRAPHICS_TYPE, "gfx", {
         **conn_props, "port": closed_port, "hostName": "DC0_H0", "graphicsType": "sharedDirect"})
     assert_one_line(text)
     assert text.startswith(f"host 'DC0_H0', graphics type: create failed in SessionManager.Login: connection "
@@ -109,7 +117,7 @@ def test_a_refused_connection_is_one_line(provider_server, conn_props):
 def test_other_errors_keep_their_traceback(provider_server, conn_props):
     # Only vSphere, look-up and network failures are shortened; a bug in the provider still shows where it is.
     struct = struct_pb2.Struct()
-    struct.update({"__provider": serialize_provider(d._FIREWALL_RULESET), "kind": "x", **conn_props})
+    struct.update({"__provider": serialize_provider(_FIREWALL_RULESET), "kind": "x", **conn_props})
     with pytest.raises(grpc.RpcError) as failure:  # no hostName: a KeyError in our code
         provider_server.Create(provider_pb2.CreateRequest(urn=URN.format("bug"), properties=struct), timeout=60)
     assert "Traceback" in failure.value.details()
@@ -138,13 +146,13 @@ def test_errors_that_are_not_vsphere_failures_get_no_reason():
 
 
 def test_a_fault_in_a_setting_call_names_that_call(si, conn_props, monkeypatch):
-    provider = d.FirewallRulesetProvider()
+    provider = FirewallRulesetProvider()
 
     def refuse(host, ruleset, enabled):
         raise vim.fault.NoPermission(privilegeId="Host.Config.NetService", object=host)
 
     monkeypatch.setattr(hostops, "set_ruleset_enabled", refuse)
-    with pytest.raises(d.VsphereOperationError) as failure:
+    with pytest.raises(VsphereOperationError) as failure:
         provider.create({"kind": provider.kind, **conn_props, "hostName": "DC0_C0_H1", "ruleset": "pvrdma",
                          "enabled": True})
     host_id = hostops.find_host(si, "DC0_C0_H1")._moId

@@ -28,14 +28,29 @@ from pulumi.runtime.mocks import MockMonitor
 from pyVim.task import WaitForTask
 from required_tools import missing
 
-from components.vsphere import dynamic as d
-from components.vsphere import hostops
+from components.dynamic import hostops
+from components.dynamic.host_settings import (
+    _ADVANCED_OPTION,
+    _FIREWALL_RULESET,
+    _GRAPHICS_TYPE,
+    _MODULE_OPTIONS,
+    AdvancedOptionProvider,
+    FirewallRulesetProvider,
+    GraphicsTypeProvider,
+    HostAdvancedOption,
+    HostFirewallRuleset,
+    HostGraphicsType,
+    HostModuleOptions,
+    ModuleOptionsProvider,
+)
+from components.dynamic.provider import VcenterConnection, VsphereOperationError, _SettingProvider
+from components.dynamic.vgpu import _VGPU_PROFILE, VgpuProfileProvider, VmVgpuProfile
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
 
 
-def engine_props(provider: d._SettingProvider, conn_props: dict, **inputs) -> dict:
+def engine_props(provider: _SettingProvider, conn_props: dict, **inputs) -> dict:
     """Inputs as the engine hands them to a provider (the serialized provider included)."""
     return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **conn_props, **inputs}
 
@@ -46,7 +61,7 @@ def engine_props(provider: d._SettingProvider, conn_props: dict, **inputs) -> di
 def test_advanced_option_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H0")
     assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == ""  # as ESXi ships it
-    provider = d.AdvancedOptionProvider()
+    provider = AdvancedOptionProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.PVRDMAVmknic", value="vmk1")
 
     created = provider.create(news)
@@ -82,16 +97,16 @@ def test_advanced_option_lifecycle(si, conn_props):
 
 
 def test_advanced_option_create_fails_cleanly_on_an_unknown_key(si, conn_props):
-    provider = d.AdvancedOptionProvider()
+    provider = AdvancedOptionProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.NoSuchOption", value="1")
-    with pytest.raises(d.VsphereOperationError, match="no advanced option 'Net.NoSuchOption'"):
+    with pytest.raises(VsphereOperationError, match="no advanced option 'Net.NoSuchOption'"):
         provider.create(news)
     with pytest.raises(hostops.VsphereLookupError):
         hostops.get_advanced_option(hostops.find_host(si, "DC0_C0_H0"), "Net.NoSuchOption")
 
 
 def test_a_wrapped_secret_password_still_logs_in(si, conn_props):
-    provider = d.FirewallRulesetProvider()
+    provider = FirewallRulesetProvider()
     props = engine_props(
         provider, conn_props, hostName="DC0_H0", ruleset="pvrdma", enabled=False
     )
@@ -105,7 +120,7 @@ def test_a_wrapped_secret_password_still_logs_in(si, conn_props):
 def test_firewall_ruleset_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H1")
     assert hostops.get_ruleset_enabled(host, "pvrdma") is False
-    provider = d.FirewallRulesetProvider()
+    provider = FirewallRulesetProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", ruleset="pvrdma", enabled=True)
 
     created = provider.create(news)
@@ -127,7 +142,7 @@ def test_firewall_ruleset_lifecycle(si, conn_props):
 def test_firewall_delete_restores_an_enabled_ruleset(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H1")
     assert hostops.get_ruleset_enabled(host, "sshServer") is True
-    provider = d.FirewallRulesetProvider()
+    provider = FirewallRulesetProvider()
     created = provider.create(
         engine_props(provider, conn_props, hostName="DC0_C0_H1", ruleset="sshServer", enabled=False)
     )
@@ -141,7 +156,7 @@ def test_firewall_delete_restores_an_enabled_ruleset(si, conn_props):
 
 def test_graphics_type_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H2")
-    provider = d.GraphicsTypeProvider()
+    provider = GraphicsTypeProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect")
 
     created = provider.create(news)
@@ -164,8 +179,8 @@ def test_graphics_type_lifecycle(si, conn_props):
 def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fake_graphics):
     # A host that accepts the change and does not apply it: no simulator does that, so in process.
     fake_graphics.methods["UpdateGraphicsConfig"] = lambda config: None  # accepted, not applied
-    provider = d.GraphicsTypeProvider()
-    with pytest.raises(d.VsphereOperationError, match="graphics type: create failed in HostGraphicsManager.graphicsConfig: "
+    provider = GraphicsTypeProvider()
+    with pytest.raises(VsphereOperationError, match="graphics type: create failed in HostGraphicsManager.graphicsConfig: "
                                                       "not applied: wrote 'sharedDirect' but vSphere reports 'shared'"):
         provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
     # The failed create tried to put the original back before reporting.
@@ -177,7 +192,7 @@ def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fak
 
 def test_module_options_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H2")
-    provider = d.ModuleOptionsProvider()
+    provider = ModuleOptionsProvider()
     options = "pfctx=0x08 pfcrx=0x08 trust_state=2"
     news = engine_props(provider, conn_props, hostName="DC0_C0_H2", module="nmlx5_core", options=options)
 
@@ -200,7 +215,7 @@ def test_module_options_lifecycle(si, conn_props):
 def test_vgpu_lifecycle(si, conn_props):
     vm = vm_named(si, "DC0_C0_RP0_VM0")
     assert vm.runtime.powerState == "poweredOn" and hostops.vgpu_devices(vm) == []
-    provider = d.VgpuProfileProvider()
+    provider = VgpuProfileProvider()
     news = engine_props(provider, conn_props, vmId=vm._moId, vmName=vm.name, profile="grid_v100-16c")
 
     created = provider.create(news)
@@ -214,7 +229,7 @@ def test_vgpu_lifecycle(si, conn_props):
     other_vm = provider.diff(created.id, created.outs, {**news, "vmId": "vm-1"})
     assert other_vm.replaces == ["vmId"]
 
-    # A profile change is the node's roll (components/vsphere/roll.py): this resource neither sees it as a
+    # A profile change is the node's roll (components/dynamic/roll.py): this resource neither sees it as a
     # change (after a refresh reads the rolled profile) nor writes it.
     assert not provider.diff(created.id, {**created.outs, "profile": "grid_v100-32c"}, news).changes
     updated = provider.update(created.id, created.outs, {**news, "profile": "grid_v100-32c"})
@@ -231,8 +246,8 @@ def test_vgpu_lifecycle(si, conn_props):
 
 def test_vgpu_refuses_a_vm_id_of_another_vm(si, conn_props):
     vm = hostops.find_host(si, "DC0_H0").vm[0]
-    provider = d.VgpuProfileProvider()
-    with pytest.raises(d.VsphereOperationError, match="expected 'w01'"):
+    provider = VgpuProfileProvider()
+    with pytest.raises(VsphereOperationError, match="expected 'w01'"):
         provider.create(engine_props(provider, conn_props, vmId=vm._moId, vmName="w01", profile="grid_v100-16c"))
     assert hostops.vgpu_devices(vm) == []
 
@@ -242,7 +257,7 @@ def test_vgpu_delete_restores_a_profile_found_at_create(si, conn_props):
     WaitForTask(vm.PowerOffVM_Task())
     try:
         hostops.set_vgpu_profile(vm, "grid_v100-8c")
-        provider = d.VgpuProfileProvider()
+        provider = VgpuProfileProvider()
         created = provider.create(
             engine_props(provider, conn_props, vmId=vm._moId, vmName=vm.name, profile="grid_v100-16c")
         )
@@ -262,12 +277,12 @@ def test_vgpu_delete_restores_a_profile_found_at_create(si, conn_props):
 @pytest.mark.parametrize(
     ("provider", "inputs", "failing"),
     [
-        (d.GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "direct"}, ["graphicsType"]),
-        (d.GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "sharedDirect"}, []),
-        (d.GraphicsTypeProvider(), {"hostName": "h", "graphicsType": rpc.UNKNOWN}, []),
-        (d.FirewallRulesetProvider(), {"hostName": " ", "ruleset": "pvrdma", "enabled": "yes"}, ["hostName", "enabled"]),
-        (d.VgpuProfileProvider(), {"vmId": rpc.UNKNOWN, "vmName": "w1", "profile": ""}, ["profile"]),
-        (d.ModuleOptionsProvider(), {"hostName": "h", "module": "nmlx5_core", "options": 8}, ["options"]),
+        (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "direct"}, ["graphicsType"]),
+        (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "sharedDirect"}, []),
+        (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": rpc.UNKNOWN}, []),
+        (FirewallRulesetProvider(), {"hostName": " ", "ruleset": "pvrdma", "enabled": "yes"}, ["hostName", "enabled"]),
+        (VgpuProfileProvider(), {"vmId": rpc.UNKNOWN, "vmName": "w1", "profile": ""}, ["profile"]),
+        (ModuleOptionsProvider(), {"hostName": "h", "module": "nmlx5_core", "options": 8}, ["options"]),
     ],
 )
 def test_check_reports_bad_inputs_by_property(provider, inputs, failing):
@@ -319,15 +334,15 @@ def test_resources_register_as_the_contract_says_with_a_secret_password():
 
     @pulumi.runtime.test
     def program():
-        secret = d.VcenterConnection("vc.lab.example", "administrator@vsphere.local", pulumi.Output.secret("s3cret"))
+        secret = VcenterConnection("vc.lab.example", "administrator@vsphere.local", pulumi.Output.secret("s3cret"))
         # A caller that forgets to wrap the password must not leak it either.
-        plain = d.VcenterConnection("vc.lab.example", "administrator@vsphere.local", "plain-s3cret", insecure=True)
+        plain = VcenterConnection("vc.lab.example", "administrator@vsphere.local", "plain-s3cret", insecure=True)
         made = [
-            d.HostAdvancedOption("esx24-pvrdma-vmknic", secret, "esx01", "Net.PVRDMAVmknic", "vmk3"),
-            d.HostFirewallRuleset("esx24-pvrdma-fw", secret, "esx01"),
-            d.HostGraphicsType("esx24-graphics", plain, "esx01"),
-            d.HostModuleOptions("esx24-nmlx5", secret, "esx01", options="pfctx=0x08 pfcrx=0x08"),
-            d.VmVgpuProfile("w01-vgpu", secret, pulumi.Output.from_input("vm-42"), "w01", "grid_v100-16c"),
+            HostAdvancedOption("esx24-pvrdma-vmknic", secret, "esx01", "Net.PVRDMAVmknic", "vmk3"),
+            HostFirewallRuleset("esx24-pvrdma-fw", secret, "esx01"),
+            HostGraphicsType("esx24-graphics", plain, "esx01"),
+            HostModuleOptions("esx24-nmlx5", secret, "esx01", options="pfctx=0x08 pfcrx=0x08"),
+            VmVgpuProfile("w01-vgpu", secret, pulumi.Output.from_input("vm-42"), "w01", "grid_v100-16c"),
         ]
         return pulumi.Output.all(*[r.id for r in made])
 
@@ -368,7 +383,7 @@ def _clean_env() -> dict:
 
 
 def test_providers_unpickle_in_a_fresh_process_without_pyvmomi():
-    providers = [d._ADVANCED_OPTION, d._FIREWALL_RULESET, d._GRAPHICS_TYPE, d._MODULE_OPTIONS, d._VGPU_PROFILE]
+    providers = [_ADVANCED_OPTION, _FIREWALL_RULESET, _GRAPHICS_TYPE, _MODULE_OPTIONS, _VGPU_PROFILE]
     payloads = [serialize_provider(p) for p in providers]
     # Pickled by reference (module and class name), not by value.
     assert all(len(base64.b64decode(s)) < 200 for s in payloads)
@@ -389,7 +404,7 @@ def test_providers_unpickle_in_a_fresh_process_without_pyvmomi():
         check=True,
     )
     result = json.loads(done.stdout)
-    assert result["types"] == [f"components.vsphere.dynamic.{type(p).__name__}" for p in providers]
+    assert result["types"] == [f"{type(p).__module__}.{type(p).__name__}" for p in providers]
     assert result["pyvmomi"] is False
 
 
@@ -414,8 +429,8 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
         props = struct_pb2.Struct()
         props.update(
             {
-                "__provider": serialize_provider(d._FIREWALL_RULESET),
-                "kind": d._FIREWALL_RULESET.kind,
+                "__provider": serialize_provider(_FIREWALL_RULESET),
+                "kind": _FIREWALL_RULESET.kind,
                 **conn_props,
                 "hostName": "DC0_C0_H2",
                 "ruleset": "pvrdma",
@@ -438,9 +453,9 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
 
 
 def test_module_options_have_no_silent_default():
-    conn = d.VcenterConnection("vc.lab.example", "administrator", "x")
+    conn = VcenterConnection("vc.lab.example", "administrator", "x")
     with pytest.raises(TypeError, match="needs options"):
-        d.HostModuleOptions("esx24-nmlx5", conn, "esx01")
+        HostModuleOptions("esx24-nmlx5", conn, "esx01")
 
 
 def test_the_provider_server_runs_more_than_four_creates_at_once(tmp_path):
@@ -474,10 +489,10 @@ def test_the_provider_server_runs_more_than_four_creates_at_once(tmp_path):
 
         def create(i: int) -> None:
             props = struct_pb2.Struct()
-            props.update({"kind": d._FIREWALL_RULESET.kind, "server": "127.0.0.1", "port": sim_port,
+            props.update({"kind": _FIREWALL_RULESET.kind, "server": "127.0.0.1", "port": sim_port,
                           "user": VCSIM_USER, "password": VCSIM_PASSWORD, "insecure": True,
                           "hostName": "DC0_H0", "ruleset": "pvrdma", "enabled": True, "original": None,
-                          "__provider": serialize_provider(d._FIREWALL_RULESET)})
+                          "__provider": serialize_provider(_FIREWALL_RULESET)})
             urn = f"urn:pulumi:test::gpu-lab::pulumi-python:dynamic:Resource::ruleset-{i}"
             try:
                 with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:

@@ -9,7 +9,7 @@ import pytest
 from pyVim.task import WaitForTask
 from pyVmomi import VmomiSupport, vim, vmodl
 
-from components.vsphere import hostops
+from components.dynamic import hostops
 
 HOST = "DC0_H0"
 

@@ -18,7 +18,7 @@ from conftest import lab_vcsim_binary, vm_named
 from pyVim.task import WaitForTask
 from pyVmomi import vim, vmodl
 
-from components.vsphere import hostops
+from components.dynamic import hostops
 
 WORKERS = ("DC0_C0_H0", "DC0_C0_H1", "DC0_C0_H2")
 

@@ -17,7 +17,7 @@ from pyVim.task import WaitForTask
 from pyVmomi import vim
 from test_lab_vcsim import WORKERS, datacenter, member_spec
 
-from components.vsphere import hostops
+from components.dynamic import hostops
 
 
 def names_of_networks(si) -> set[str]:

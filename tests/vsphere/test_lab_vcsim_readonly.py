@@ -16,7 +16,7 @@ from pyVim.task import WaitForTask
 from pyVmomi import vim
 from required_tools import missing
 
-from components.vsphere import hostops
+from components.dynamic import hostops
 
 READER, READER_PASSWORD = "lab-reader", "reader-only-password"  # test data only
 

@@ -14,14 +14,14 @@ import pytest
 import yaml
 
 from components.config import load_lab
-from components.model import ConfigError
-from components.vsphere.config import (
+from components.identity_rules import (
     NodeIdentity,
     keeping_edit,
     node_identities,
     node_moves,
     render_keeping_edit,
 )
+from components.model import ConfigError
 
 
 def vsphere_of(config: dict):

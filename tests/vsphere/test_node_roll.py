@@ -1,4 +1,4 @@
-"""Disruptive changes to cluster nodes' VMs roll (components/vsphere/roll.py): one node at a time,
+"""Disruptive changes to cluster nodes' VMs roll (components/dynamic/roll.py): one node at a time,
 drained before the power-off, uncordoned once Ready, stopping at the first failure.
 
 Against lab-vcsim started with -method-delay on the power and reconfigure calls (so two power
@@ -24,8 +24,8 @@ import pytest
 from conftest import running_lab_vcsim, vm_named
 from pyVmomi import vim
 
-from components.vsphere import hostops
-from components.vsphere import roll as r
+from components.dynamic import hostops
+from components.dynamic import roll as r
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# test kubeconfig\n"
 WORKERS = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1", "DC0_H0_VM0", "DC0_H0_VM1"]
@@ -107,7 +107,7 @@ def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_OC_LOG", str(path))
     monkeypatch.setenv("FAKE_OC_NODES", " ".join(WORKERS))
     monkeypatch.setattr(r, "_POLL_S", 0.05)
-    monkeypatch.setattr("components.vsphere.dynamic._REBOOT_POLL_S", 0.05)
+    monkeypatch.setattr("components.dynamic.vgpu._REBOOT_POLL_S", 0.05)
     for verb, original in (("power-off", hostops.power_off), ("power-on", hostops.power_on),
                            ("reconfigure", hostops.reconfigure_for_roll)):
         def marked(vm, *args, _verb=verb, _original=original, **kwargs):

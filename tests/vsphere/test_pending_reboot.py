@@ -14,8 +14,8 @@ import builders
 import pulumi
 import pytest
 
-from components.vsphere import dynamic as d
-from components.vsphere import hostops
+from components.dynamic import hostops
+from components.dynamic.host_settings import FirewallRulesetProvider, GraphicsTypeProvider, ModuleOptionsProvider
 from tools.mockrun import LabMocks, run_program
 
 OPTIONS = "pfctx=0x08 pfcrx=0x08 trust_state=2"
@@ -50,7 +50,7 @@ def test_vcsim_reports_a_boot_time(si):
 
 
 def test_written_module_options_are_pending_until_the_host_reboots(si, conn_props, module_writes, monkeypatch):
-    provider = d.ModuleOptionsProvider()
+    provider = ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     booted = hostops.boot_time(hostops.find_host(si, "DC0_C0_H1"))
 
@@ -68,7 +68,7 @@ def test_written_module_options_are_pending_until_the_host_reboots(si, conn_prop
 
 
 def test_a_changed_priority_is_pending_again(si, conn_props, module_writes, monkeypatch):
-    provider = d.ModuleOptionsProvider()
+    provider = ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
     monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")
@@ -84,7 +84,7 @@ def test_a_changed_priority_is_pending_again(si, conn_props, module_writes, monk
 def test_options_already_in_place_are_neither_written_nor_pending(si, conn_props, module_writes):
     hostops.set_module_options(hostops.find_host(si, "DC0_C0_H1"), "nmlx5_core", OPTIONS)
     module_writes.clear()
-    provider = d.ModuleOptionsProvider()
+    provider = ModuleOptionsProvider()
     created = provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core",
                                            options=OPTIONS))
     assert module_writes == []
@@ -94,7 +94,7 @@ def test_options_already_in_place_are_neither_written_nor_pending(si, conn_props
 def test_a_connection_only_update_writes_nothing_and_keeps_the_pending_state(si, conn_props, module_writes):
     """A rotated vCenter password: the engine calls update with the new password (our diff says update);
     the options on the host are what they were, so nothing is written and nothing becomes pending."""
-    provider = d.ModuleOptionsProvider()
+    provider = ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
     written = len(module_writes)
@@ -108,7 +108,7 @@ def test_a_connection_only_update_writes_nothing_and_keeps_the_pending_state(si,
 
 
 def test_graphics_type_is_pending_too(si, conn_props, fake_graphics, monkeypatch):
-    provider = d.GraphicsTypeProvider()
+    provider = GraphicsTypeProvider()
     created = provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
     assert created.outs["pendingReboot"] is True
     monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")
@@ -116,7 +116,7 @@ def test_graphics_type_is_pending_too(si, conn_props, fake_graphics, monkeypatch
 
 
 def test_settings_in_force_at_once_report_nothing_pending(si, conn_props):
-    provider = d.FirewallRulesetProvider()
+    provider = FirewallRulesetProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H0", ruleset="pvrdma", enabled=True)
     created = provider.create(news)
     try:
@@ -163,7 +163,7 @@ def test_nothing_pending_is_an_empty_map():
 
 def test_an_update_after_the_reboot_clears_what_was_pending(si, conn_props, module_writes, monkeypatch):
     """Without a refresh in between: the next update (here a rotated password) sees the new boot."""
-    provider = d.ModuleOptionsProvider()
+    provider = ModuleOptionsProvider()
     news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
     monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")

@@ -1,5 +1,5 @@
 """VmVgpuProfile: the vGPU device's life (attached at create, taken off at delete); a profile change
-is not its but the node's roll (components/vsphere/roll.py, tests/vsphere/test_node_roll.py).
+is not its but the node's roll (components/dynamic/roll.py, tests/vsphere/test_node_roll.py).
 
 Against vcsim: creates attach every vGPU at once (day 1 stays parallel), and an update, whatever it
 carries, neither powers a VM off nor drains it.
@@ -12,15 +12,15 @@ import threading
 import pytest
 from conftest import vm_named
 
-from components.vsphere import dynamic as d
-from components.vsphere import hostops
+from components.dynamic import hostops
+from components.dynamic.vgpu import _VGPU_PROFILE, VgpuProfileProvider
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# test kubeconfig\n"
 
 
 def state(conn_props: dict, vm, profile: str, **extra) -> dict:
     """A VmVgpuProfile's properties as the engine hands them over."""
-    return {"__provider": "c2VyaWFsaXplZA==", "kind": d._VGPU_PROFILE.kind, **conn_props, "vmId": vm._moId,
+    return {"__provider": "c2VyaWFsaXplZA==", "kind": _VGPU_PROFILE.kind, **conn_props, "vmId": vm._moId,
             "vmName": vm.name, "profile": profile, "oc": "oc", "nodeName": vm.name, "original": "", **extra}
 
 
@@ -42,10 +42,10 @@ def test_an_update_writes_nothing(si, conn_props, monkeypatch, changed):
         for key in changed:
             if key not in ("password", "profile"):
                 old.pop(key, None)  # an older state without the key
-        diff = d.VgpuProfileProvider().diff("id", old, new)
+        diff = VgpuProfileProvider().diff("id", old, new)
         # the profile is not compared: after a roll, a refresh reads the new one into the state
         assert (diff.changes, diff.replaces) == ("profile" not in changed, [])
-        result = d.VgpuProfileProvider().update("id", old, new)
+        result = VgpuProfileProvider().update("id", old, new)
         assert writes == [] and result.outs["original"] == ""
         assert hostops.get_vgpu_profile(vm) == "grid_v100-16c" and vm.runtime.powerState == "poweredOn"
     finally:
@@ -66,7 +66,7 @@ def test_creates_do_not_wait_for_each_other(si, conn_props, monkeypatch):
     vms = [vm_named(si, "DC0_H0_VM0"), vm_named(si, "DC0_H0_VM1")]
     results: list[object] = []
     try:
-        threads = [threading.Thread(target=lambda vm=vm: results.append(d.VgpuProfileProvider().create(
+        threads = [threading.Thread(target=lambda vm=vm: results.append(VgpuProfileProvider().create(
             {k: v for k, v in state(conn_props, vm, "grid_v100-16c").items() if k != "original"})))
             for vm in vms]
         for t in threads:

@@ -76,7 +76,7 @@ def test_pyvmomi_resources_have_their_own_provider_configured_with_nothing(lab):
     # config, secrets included, and send those inputs with each resource on every policy-pack
     # request (pulumi/pulumi pkg/resource/deploy/target.go, Target.GetPackageConfig).
     providers = {p.name: p for p in lab.of_type("pulumi:providers:pulumi-python")}
-    assert set(providers) == {"pyvmomi", "lab-guard"}  # the guard of components/identity.py has its own
+    assert set(providers) == {"pyvmomi", "lab-guard"}  # the guard of components/dynamic/guard.py has its own
     provider = providers["pyvmomi"]
     assert provider.inputs == {} and providers["lab-guard"].inputs == {}
     dynamic = [r for r in lab.of_type(DYNAMIC) if r.name != "lab-identity"]
@@ -124,7 +124,7 @@ def test_vgpu_profile_attached_to_each_worker(lab):
 
 def test_every_cluster_node_rolls_after_the_previous_one(lab):
     """One NodeRoll per control-plane and worker VM, each depending on the previous node's, so the engine
-    changes one node at a time and none after a failed one (components/vsphere/roll.py)."""
+    changes one node at a time and none after a failed one (components/dynamic/roll.py)."""
     rolls = dynamic_of(lab, "vsphere-vm-roll")
     order = [r.plain()["vmName"] for r in rolls]
     assert order == ["m01", "m02", "m03", "w01", "w02", "w03", "w04"]

@@ -12,7 +12,7 @@ each cited where it is encoded (tools/diff/rules.py, tools/diff/engine.py):
   else `create`, else nothing;
 - pulumi-vsphere 4.17 (terraform-provider-vsphere v2.16.1): ForceNew inputs and the VM reboot list;
 - pulumi-kubernetes: the fields that replace an object, the Helm Release's, the provider's DiffConfig;
-- our dynamic providers (components/vsphere/dynamic.py): their own `diff`, loaded and called.
+- our dynamic providers (components/dynamic/): their own `diff`, loaded and called.
 
 A value that a replaced (or, for a Command, re-run) resource only knows after the update is unknown
 in a real preview: it is unknown here too, in every input that depends on it

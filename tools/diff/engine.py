@@ -257,7 +257,7 @@ class Engine:
             return provider.step is not None and provider.step.op == "replace"
         if old.provider == new.provider:
             return False
-        # Another provider: pulumi-python has no DiffConfig (components/vsphere/dynamic.py, pyvmomi_provider);
+        # Another provider: pulumi-python has no DiffConfig (components/dynamic/provider.py, explicit_provider);
         # for the others, their DiffConfig on the old provider's inputs, or a replace when that was the
         # default provider (its config is the stack's, which the mocks do not record).
         if _urn_type(new.provider) == "pulumi:providers:pulumi-python":
@@ -271,7 +271,7 @@ class Engine:
                                                            self.ctx).replaces)
 
     def rolls(self, steps: list[Step]) -> list[dict[str, Any]]:
-        """The nodes whose VM a roll powers off and on, in the order they go (components/vsphere/roll.py:
+        """The nodes whose VM a roll powers off and on, in the order they go (components/dynamic/roll.py:
         each node's NodeRoll waits for the previous one, so they go one at a time)."""
         rebooting = {s.urn for s in steps if s.op == "update" and "reboot" in s.effects}
         nodes = [(str(r.inputs.get("vmName")), str(r.inputs.get("role")))

@@ -61,7 +61,7 @@ def digest(value: Any) -> str:
 
 def comparable(value: Any) -> Any:
     """Recorded inputs as plain JSON: secrets as {SECRET: sha256 of the value}, assets by content hash."""
-    from components.sdk_internals import is_secret_value
+    from tools.sdk_access import is_secret_value
 
     if is_secret_value(value):
         return {SECRET: digest(comparable(value["value"]))}

@@ -11,6 +11,8 @@ from typing import Any
 
 from pulumi.dynamic import ResourceProvider
 
+from components.dynamic.roll import KIND as ROLL_KIND
+from components.dynamic.roll import ROLLED
 from components.vsphere.provider_facts import (
     FORCE_NEW,
     MIGRATE_INPUTS,
@@ -21,8 +23,6 @@ from components.vsphere.provider_facts import (
     VM_DISK_REBOOT_FIELDS,
     VM_REBOOT_KEYS,
 )
-from components.vsphere.roll import KIND as ROLL_KIND
-from components.vsphere.roll import ROLLED
 from tools.diff.paths import (
     _MISSING,
     DYNAMIC_TYPE,
@@ -327,8 +327,8 @@ class KubernetesProviderRule(Rule):
 
 
 # What an update, replacement or delete of one of our dynamic resources does beyond the setting itself:
-# a vGPU change power-cycles a running VM (components/vsphere/hostops.py, set_vgpu_profile), and a node's
-# roll powers its VM off and on for any setting it applies (components/vsphere/roll.py, ROLLED).
+# a vGPU change power-cycles a running VM (components/dynamic/hostops.py, set_vgpu_profile), and a node's
+# roll powers its VM off and on for any setting it applies (components/dynamic/roll.py, ROLLED).
 DYNAMIC_REBOOTS: dict[str, tuple[str, ...]] = {"vsphere-vm-vgpu": ("profile",), ROLL_KIND: ROLLED}
 """Dynamic kinds that power-cycle a VM, and the inputs whose change does it: vSphere changes a vGPU
 device only on a powered-off VM, and an update that finds the same settings changes nothing."""
@@ -343,8 +343,7 @@ class DynamicRule(Rule):
     inputs' __provider); so does this rule. `changes` None falls back to comparing the inputs
     (`diffResource`, step_generator.go: DiffUnknown)."""
 
-    source = ("pulumi/pulumi sdk/python/lib/pulumi/dynamic/__main__.py; our providers: components/vsphere/dynamic.py, "
-              "components/identity.py")
+    source = ("pulumi/pulumi sdk/python/lib/pulumi/dynamic/__main__.py; our providers: components/dynamic/")
     _loaded: dict[str, Any] = {}
 
     def provider(self, new: Planned) -> Any:
@@ -368,7 +367,7 @@ class DynamicRule(Rule):
     def check(self, old: Planned, new: Planned, inputs: dict[str, Any]) -> list[str]:
         """The provider's `check(olds, news)`, which the engine calls before any step of a preview
         (`DynamicResourceProviderServicer.Check`): a failure stops the preview. Our identity guard
-        (components/identity.py) refuses an edit a running lab cannot take there."""
+        (components/dynamic/guard.py) refuses an edit a running lab cannot take there."""
         def plain(values: Mapping[str, Any]) -> dict[str, Any]:
             return {k: v for k, v in values.items() if k != "__provider"}
         provider = self.provider(new)
@@ -377,7 +376,7 @@ class DynamicRule(Rule):
         return [f.reason for f in provider.check(plain(old.inputs), plain(inputs)).failures or []]
 
     def warnings(self, old: Planned, new: Planned, inputs: dict[str, Any]) -> list[str]:
-        """What the provider's check could not judge, where it says (components/identity.py, `warnings`)."""
+        """What the provider's check could not judge, where it says (components/dynamic/guard.py, `warnings`)."""
         provider = self.provider(new)
         if not hasattr(provider, "warnings"):
             return []

@@ -1,8 +1,7 @@
-"""Plain pyvmomi operations behind the dynamic providers in ``dynamic.py``.
+"""The pyVmomi operations behind the dynamic providers, one get_* and set_* per setting.
 
-Each setting has a ``get_*`` and a ``set_*`` function taking a live managed object, so the
-providers stay thin and the tests can read vSphere state back with the same calls. Nothing
-here knows about Pulumi; passwords are only passed through to the login call.
+Nothing here knows about Pulumi, so the providers stay thin and the tests read vSphere back with
+the same calls. Only the provider process imports it: the program never loads pyVmomi.
 """
 
 from __future__ import annotations
@@ -338,7 +337,7 @@ def set_vgpu_profile(vm: Any, profile: str) -> None:
             WaitForTask(vm.PowerOnVM_Task())
 
 
-# ---------------------------------------------------------------- a node's roll (components/vsphere/roll.py)
+# ---------------------------------------------------------------- a node's roll (components/dynamic/roll.py)
 
 
 def get_roll_settings(vm: Any) -> dict[str, Any]:
