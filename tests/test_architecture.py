@@ -18,8 +18,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("labrules", "components", "policies", "tools")
-SECTION_CONFIGS = ("components.vsphere.config", "components.openshift.config",
-                   "components.switch.config", "components.addons.config")
+SECTION_CONFIGS = ("components.vsphere.config", "components.openshift.model", "components.openshift.plan",
+                   "components.openshift.rules", "components.switch.config", "components.addons.config")
 
 
 def _modules() -> dict[str, Path]:

@@ -179,7 +179,7 @@ class LabMocks(pulumi.runtime.Mocks):
         elif kind == "command:local:Command" and args.name.endswith("-ignition"):
             # What `openshift-install create ignition-configs` would print, with placeholder content,
             # so the VMs' ignition and the add-ons' kubeconfig are not empty under mocks.
-            from components.openshift.files import placeholder_ignition_stdout
+            from components.openshift.files.installer import placeholder_ignition_stdout
 
             outputs["stdout"] = placeholder_ignition_stdout()
         return f"{args.name}-id", outputs

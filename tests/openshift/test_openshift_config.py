@@ -7,7 +7,7 @@ import pytest
 
 from components.config import load_lab
 from components.model import ConfigError
-from components.openshift.config import pull_secret_problems, ssh_key_problems
+from components.openshift.rules import pull_secret_problems, ssh_key_problems
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO core@lab"
 

@@ -17,7 +17,7 @@ installed root:<httpGroup> 0640, readable by the web server's user only.
 
 from __future__ import annotations
 
-from components.openshift.config import IGNITION_NAME, ClusterPlan
+from components.openshift.plan import IGNITION_NAME, ClusterPlan
 
 # The roles whose nodes fetch an ignition file from the helper (pointer ignition, PXE), each its own.
 ROLES = ("bootstrap", "control-plane", "worker")
@@ -30,7 +30,7 @@ def _quoted(text: str) -> str:
 
 def render_ignition_access(plan: ClusterPlan) -> str:
     """The httpd drop-in that serves each ignition file only to the nodes of its role."""
-    helper = plan.config.helper
+    helper = plan.helper
     lines = [
         "# gpu-lab: who may fetch the ignition files (generated from the stack's configuration; do not edit).",
         "# Each node may fetch its own role's file only; no other address gets any .ign file.",
