@@ -1,39 +1,11 @@
-"""OpenShiftUpi and ClusterNodes: the user-provisioned-infrastructure install of the OpenShift
-guide as resources, built for a cluster that runs for years.
+"""OpenShiftUpi and ClusterNodes: the OpenShift guide's UPI install as resources, for a cluster
+that runs for years.
 
-OpenShiftUpi (the `openshift` component):
-
-1. `<name>-ignition` (local Command): install-config on stdin, `openshift-install create
-   manifests` and `create ignition-configs` in an install dir the stack owns. It runs once per
-   cluster: its script, install-config and installer are first-boot inputs the engine ignores
-   after create, because running it again makes a new cluster CA, kubeconfig and kubeadmin (an
-   install dir is not meant to be re-used, and the bootstrap certificates expire after 24 h).
-   Its stdout keeps, secret, what the running cluster needs later: the ignition (master.ign and
-   worker.ign point at the machine-config server and stay valid for as long as its CA, 10 years,
-   so a worker added later boots from the same file: Red Hat, "Adding compute machines to vSphere"
-   for user-provisioned infrastructure), the admin kubeconfig and password, metadata.json and the
-   installer's state. A deliberate re-install is `pulumi destroy` and `pulumi up` (docs/day2.md).
-2. The helper node (remote Commands over SSH): dnsmasq, HAProxy, PXE menus and each ignition file,
-   sent on the Command's stdin, checked in a private directory that is removed again, and put in
-   place; a changed file updates its Command, which installs again (pulumi-command runs `create`
-   on an update when `update` is unset), and each Command's delete removes what it installed.
-   bootstrap.ign has a Command of its own, so it leaves the web server with the bootstrap node.
-3. Credentials of the running cluster: a rotated pull secret, SSH key or (platform vsphere)
-   vCenter password is patched into the cluster by a local Command that runs on update only
-   (creating it runs nothing: the installer put the first value there).
-4. `wait-for bootstrap-complete` (optional), once.
-
-ClusterNodes (the `openshift-nodes` component, after the VMs): one local Command per node that
-approves that node's CSRs only, until it has joined, and whose delete drains it and deletes it
-from the cluster before its machine goes; then `wait-for install-complete` (optional), once.
-
-vSphere nodes get their ignition through VM extra_config (`vm_extra_config`, consumed by
-LabVms): the bootstrap VM a small pointer to the helper's HTTP server, the others the
-installer's master/worker ignition, plus static ip= kernel arguments.
-
-pulumi-command v1.2.1 (provider/pkg/provider/common/inputs.go, remote|local/commandController.go)
-decides what runs: only `triggers` replaces; any other input change is an Update that runs
-`update` when set, else `create` when set, else nothing; delete runs the old state's `delete`.
+OpenShiftUpi runs openshift-install once per cluster (a second run would be a new cluster CA,
+kubeconfig and kubeadmin), deploys DNS, HAProxy, PXE and the ignition files to the helper node,
+patches rotated credentials into the running cluster and hands each vSphere VM its ignition.
+ClusterNodes gives each node a Command that approves its CSRs as it joins and drains it as it
+leaves. What each step runs, and why: docs/parts.md, "How the OpenShift steps run".
 """
 
 from __future__ import annotations
@@ -89,7 +61,7 @@ HELPER_PLACE = ["delete", "connection.host", "connection.port", "connection.user
 RUN_ONCE = ["create", "update", "delete", "stdin", "triggers", "environment", "logging", "dir", "interpreter",
             "addPreviousOutputInEnv", "assetPaths", "archivePaths"]
 """Every input of a local Command: a step that must run once per cluster ignores all of them after create
-(a changed script, install-config or installer reaches a new cluster only; see the module docstring)."""
+(a changed script, install-config or installer reaches a new cluster only; docs/parts.md)."""
 
 
 @dataclass(frozen=True)
