@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import get_args
 from urllib.parse import urlsplit
 
 from components.facts import VsphereFacts
-from components.openshift.model import Node, OpenShiftConfig
+from components.openshift.model import Node, NodeRole, OpenShiftConfig
 
+# Every node role, in the order the PXE menus, the httpd rule and `make render` list them.
+ROLES: tuple[str, ...] = get_args(NodeRole)
 # The name openshift-install gives each role's ignition file.
 IGNITION_NAME = {"bootstrap": "bootstrap", "control-plane": "master", "worker": "worker"}
 

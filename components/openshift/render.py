@@ -10,14 +10,13 @@ from components.openshift.files.httpd import render_ignition_access
 from components.openshift.files.ignition import render_pointer_ignition
 from components.openshift.files.install_config import REDACTED, render_install_config
 from components.openshift.files.pxe import (
-    PXE_ROLES,
     pxe_nodes,
     pxelinux_mac_name,
     render_grub_cfg,
     render_pxelinux_default,
     render_pxelinux_node,
 )
-from components.openshift.plan import IGNITION_NAME, ClusterPlan
+from components.openshift.plan import IGNITION_NAME, ROLES, ClusterPlan
 
 
 def render_files(p: ClusterPlan) -> dict[str, str]:
@@ -33,6 +32,6 @@ def render_files(p: ClusterPlan) -> dict[str, str]:
     }
     for node in pxe_nodes(p):
         files[f"openshift/pxe/pxelinux.cfg/{pxelinux_mac_name(node.planned_mac)}"] = render_pxelinux_node(p, node)
-    for role in PXE_ROLES:
+    for role in ROLES:
         files[f"openshift/ignition/{IGNITION_NAME[role]}.ign"] = render_pointer_ignition(p, role)
     return files

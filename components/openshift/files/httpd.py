@@ -7,10 +7,7 @@ or removed changes this file alone. Why the order works: docs/parts.md, "How the
 
 from __future__ import annotations
 
-from components.openshift.plan import IGNITION_NAME, ClusterPlan
-
-# The roles whose nodes fetch an ignition file from the helper (pointer ignition, PXE), each its own.
-ROLES = ("bootstrap", "control-plane", "worker")
+from components.openshift.plan import IGNITION_NAME, ROLES, ClusterPlan
 
 
 def _quoted(text: str) -> str:

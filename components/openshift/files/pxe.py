@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from components.openshift.plan import IGNITION_NAME, ClusterNode, ClusterPlan
-
-PXE_ROLES = ("bootstrap", "control-plane", "worker")
+from components.openshift.plan import IGNITION_NAME, ROLES, ClusterNode, ClusterPlan
 
 
 def _kernel_args(plan: ClusterPlan, role: str, install_device: str) -> str:
@@ -52,7 +50,7 @@ def render_pxelinux_default(plan: ClusterPlan) -> str:
         "    MENU LABEL Boot from local disk",
         "    LOCALBOOT 0",
     ]
-    for role in PXE_ROLES:
+    for role in ROLES:
         out += [""] + _pxelinux_entry(plan, _pxe_label(role), role, _role_device(plan, role))
     return "\n".join(out) + "\n"
 
@@ -101,7 +99,7 @@ def render_grub_cfg(plan: ClusterPlan) -> str:
         out += [f'if [ "${{net_default_mac}}" = "{node.mac}" ]; then', f"    set default={node.name}",
                 "    set timeout=0", "fi"]
     out += ["", "menuentry 'Boot from local disk' --id local {", "    exit", "}"]
-    for role in PXE_ROLES:
+    for role in ROLES:
         label = _pxe_label(role)
         out += [""] + _grub_entry(plan, label, f"Install RHCOS: {label}", role, _role_device(plan, role))
     for node in pxe_nodes(plan):
