@@ -67,7 +67,7 @@ RUN_ONCE = ["create", "update", "delete", "stdin", "triggers", "environment", "l
 @dataclass(frozen=True)
 class OpenShiftUpiArgs:
     cluster: ClusterPlan
-    """The resolved cluster: the openshift section with the vSphere VMs as nodes (openshift.plan.plan)."""
+    """The resolved cluster: the openshift section with the vSphere VMs as nodes (plan.plan())."""
     secrets: LabSecrets
     """pull_secret, ssh_public_key and helper_ssh_private_key are required (vcenter_password with platform vsphere)."""
     protect: bool = False
