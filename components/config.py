@@ -3,7 +3,7 @@
 Each section lives beside the component that uses it and contributes its own rules:
 
     gpu-lab:vsphere    -> components.vsphere.model.VsphereConfig
-    gpu-lab:openshift  -> components.openshift.config.OpenShiftConfig   (optional)
+    gpu-lab:openshift  -> components.openshift.model.OpenShiftConfig   (optional)
     gpu-lab:switches   -> components.switch.config.SwitchConfig list    (optional)
     gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
     gpu-lab:lifecycle  -> components.config.Lifecycle                   (optional)
@@ -36,8 +36,9 @@ from components.addons.config import required_secrets as addons_required_secrets
 from components.facts import PlannedHost, PlannedVm
 from components.lab_plan import LabPlan, plan_lab
 from components.model import ConfigError, Model, Problem, closest, problems_from_validation_error
-from components.openshift.config import OpenShiftConfig, pull_secret_problems, ssh_key_problems
-from components.openshift.config import check as check_openshift
+from components.openshift.model import OpenShiftConfig
+from components.openshift.rules import check as check_openshift
+from components.openshift.rules import pull_secret_problems, ssh_key_problems
 from components.secrets import SECRET_KEYS, SecretRule
 from components.switch.config import SwitchConfig
 from components.switch.config import check as check_switches

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from components.addons.config import AddonsConfig, AddonsLab
 from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
-from components.openshift.config import ClusterPlan, OpenShiftConfig
-from components.openshift.config import plan as cluster_plan
+from components.openshift.model import OpenShiftConfig
+from components.openshift.plan import ClusterPlan
+from components.openshift.plan import plan as cluster_plan
 from components.switch.config import SwitchConfig, host_side
 from components.vsphere.model import VsphereConfig
 from components.vsphere.plan import LabVmsPlan, RoceFabricPlan, lab_vms_plan, roce_fabric_plan, vsphere_facts

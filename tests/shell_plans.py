@@ -10,15 +10,12 @@ from __future__ import annotations
 import copy
 
 from components.config import load_lab
-from components.openshift.files import (
+from components.openshift.files.cluster_nodes import render_csr_script, render_remove_node_script
+from components.openshift.files.helper_steps import render_helper_step, render_ignition_publish
+from components.openshift.files.installer import render_ignition_script, render_wait_script
+from components.openshift.files.patches import (
     pull_secret_patches,
-    render_csr_script,
-    render_helper_step,
-    render_ignition_publish,
-    render_ignition_script,
     render_patch_script,
-    render_remove_node_script,
-    render_wait_script,
     ssh_key_patches,
     vcenter_credential_patches,
 )
@@ -76,17 +73,17 @@ def rendered_scripts(awkward: bool = False) -> dict[str, str]:
                 scripts[f"helper-{step}-{action}-{label}.sh"] = render_helper_step(p, step, action)
             scripts[f"helper-ignition-{action}-{label}.sh"] = render_ignition_publish(p, "bootstrap.ign", action)
     p = openshift_plan(helper=helper)
-    oc = p.config
-    scripts["create-ignition.sh"] = render_ignition_script(directory, oc.installer)
-    scripts["create-ignition-single-node.sh"] = render_ignition_script(directory, oc.installer, single_node=True)
-    scripts["wait-for.sh"] = render_wait_script(directory, oc.installer, "bootstrap-complete")
-    scripts["create-ignition-compact.sh"] = render_ignition_script(directory, oc.installer,
+    run = p.lifecycle
+    scripts["create-ignition.sh"] = render_ignition_script(directory, run.installer)
+    scripts["create-ignition-single-node.sh"] = render_ignition_script(directory, run.installer, single_node=True)
+    scripts["wait-for.sh"] = render_wait_script(directory, run.installer, "bootstrap-complete")
+    scripts["create-ignition-compact.sh"] = render_ignition_script(directory, run.installer,
                                                                    schedulable_control_plane=True)
-    scripts["approve-csrs.sh"] = render_csr_script(p, oc.oc, ["dgx-0"])
-    scripts["remove-node.sh"] = render_remove_node_script(p, oc.oc, "dgx-0")
+    scripts["approve-csrs.sh"] = render_csr_script(p, run.oc, ["dgx-0"])
+    scripts["remove-node.sh"] = render_remove_node_script(p, run.oc, "dgx-0")
     for role, patches in (("pull-secret", pull_secret_patches("")), ("ssh-key", ssh_key_patches("")),
                           ("vcenter", vcenter_credential_patches("vc.example.test", "", ""))):
-        scripts[f"patch-cluster-{role}.sh"] = render_patch_script(oc.oc, patches)
+        scripts[f"patch-cluster-{role}.sh"] = render_patch_script(run.oc, patches)
     scripts["hosts-baremetal.sh"] = render_baremetal_script(
         3, "dscp", 9000, lossless=True, interfaces=["enp5s0", "enp132s0"], switches=["sw1", "sw2"])
     scripts["hosts-baremetal-no-interfaces.sh"] = render_baremetal_script(

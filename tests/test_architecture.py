@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("labrules", "components", "policies", "tools")
 SECTION_CONFIGS = ("components.vsphere.model", "components.vsphere.plan", "components.vsphere.rules",
-                   "components.openshift.config",
+                   "components.openshift.model", "components.openshift.plan", "components.openshift.rules",
                    "components.switch.config", "components.addons.config")
 
 
@@ -164,11 +164,6 @@ the identity guard (it compares the section a lab was built from with the edited
 SECTION_OWN = ("model", "plan", "rules")
 
 RAW_MODEL_ALLOWED = frozenset({
-    # openshift: not yet split, its config.py is still the model
-    ("components.openshift.component", "components.openshift.config"),
-    ("components.openshift.files", "components.openshift.config"),
-    ("components.openshift.httpd", "components.openshift.config"),
-    ("components.openshift.render", "components.openshift.config"),
     # switch: not yet split, its config.py is still the model
     ("components.switch.component", "components.switch.config"),
     ("components.switch.files", "components.switch.config"),

@@ -181,7 +181,10 @@ class LabMocks(pulumi.runtime.Mocks):
         elif kind == "command:local:Command" and args.name.endswith("-ignition"):
             # What `openshift-install create ignition-configs` would print, with placeholder content,
             # so the VMs' ignition and the add-ons' kubeconfig are not empty under mocks.
-            from components.openshift.files import placeholder_ignition_stdout
+            try:
+                from components.openshift.files.installer import placeholder_ignition_stdout
+            except ModuleNotFoundError:  # make diff's base tree from before the openshift files were a package
+                from components.openshift.files import placeholder_ignition_stdout  # type: ignore[attr-defined,no-redef]
 
             outputs["stdout"] = placeholder_ignition_stdout()
         return f"{args.name}-id", outputs

@@ -1,2 +1,3 @@
-"""The openshift section: config and cluster plan (`config.py`), file text (`files.py`), the
-OpenShiftUpi component, and `render.py` for `make render`."""
+"""The openshift section: the stack file's model (`model.py`), the resolved cluster (`plan.py`),
+its rules (`rules.py`), the generated file text (`files/`), the OpenShiftUpi and ClusterNodes
+components, and `render.py` for `make render`."""

@@ -1,39 +1,11 @@
-"""OpenShiftUpi and ClusterNodes: the user-provisioned-infrastructure install of the OpenShift
-guide as resources, built for a cluster that runs for years.
+"""OpenShiftUpi and ClusterNodes: the OpenShift guide's UPI install as resources, for a cluster
+that runs for years.
 
-OpenShiftUpi (the `openshift` component):
-
-1. `<name>-ignition` (local Command): install-config on stdin, `openshift-install create
-   manifests` and `create ignition-configs` in an install dir the stack owns. It runs once per
-   cluster: its script, install-config and installer are first-boot inputs the engine ignores
-   after create, because running it again makes a new cluster CA, kubeconfig and kubeadmin (an
-   install dir is not meant to be re-used, and the bootstrap certificates expire after 24 h).
-   Its stdout keeps, secret, what the running cluster needs later: the ignition (master.ign and
-   worker.ign point at the machine-config server and stay valid for as long as its CA, 10 years,
-   so a worker added later boots from the same file: Red Hat, "Adding compute machines to vSphere"
-   for user-provisioned infrastructure), the admin kubeconfig and password, metadata.json and the
-   installer's state. A deliberate re-install is `pulumi destroy` and `pulumi up` (docs/day2.md).
-2. The helper node (remote Commands over SSH): dnsmasq, HAProxy, PXE menus and each ignition file,
-   sent on the Command's stdin, checked in a private directory that is removed again, and put in
-   place; a changed file updates its Command, which installs again (pulumi-command runs `create`
-   on an update when `update` is unset), and each Command's delete removes what it installed.
-   bootstrap.ign has a Command of its own, so it leaves the web server with the bootstrap node.
-3. Credentials of the running cluster: a rotated pull secret, SSH key or (platform vsphere)
-   vCenter password is patched into the cluster by a local Command that runs on update only
-   (creating it runs nothing: the installer put the first value there).
-4. `wait-for bootstrap-complete` (optional), once.
-
-ClusterNodes (the `openshift-nodes` component, after the VMs): one local Command per node that
-approves that node's CSRs only, until it has joined, and whose delete drains it and deletes it
-from the cluster before its machine goes; then `wait-for install-complete` (optional), once.
-
-vSphere nodes get their ignition through VM extra_config (`vm_extra_config`, consumed by
-LabVms): the bootstrap VM a small pointer to the helper's HTTP server, the others the
-installer's master/worker ignition, plus static ip= kernel arguments.
-
-pulumi-command v1.2.1 (provider/pkg/provider/common/inputs.go, remote|local/commandController.go)
-decides what runs: only `triggers` replaces; any other input change is an Update that runs
-`update` when set, else `create` when set, else nothing; delete runs the old state's `delete`.
+OpenShiftUpi runs openshift-install once per cluster (a second run would be a new cluster CA,
+kubeconfig and kubeadmin), deploys DNS, HAProxy, PXE and the ignition files to the helper node,
+patches rotated credentials into the running cluster and hands each vSphere VM its ignition.
+ClusterNodes gives each node a Command that approves its CSRs as it joins and drains it as it
+leaves. What each step runs, and why: docs/parts.md, "How the OpenShift steps run".
 """
 
 from __future__ import annotations
@@ -47,33 +19,33 @@ from dataclasses import dataclass, field
 import pulumi
 from pulumi_command import local, remote
 
-from components.openshift.config import ClusterPlan
-from components.openshift.files import (
-    file_bundle,
+from components.openshift.files.cluster_nodes import render_csr_script, render_remove_node_script
+from components.openshift.files.common import file_bundle
+from components.openshift.files.haproxy import load_balancer_intent
+from components.openshift.files.helper_steps import (
     helper_files,
     ignition_files,
-    install_dir_bundle,
-    load_balancer_intent,
-    masters_schedulable,
-    network_kargs,
-    parse_ignition_stdout,
-    patch_bundle,
-    pull_secret_patches,
-    render_csr_script,
     render_helper_step,
     render_httpd_access_step,
     render_ignition_publish,
+)
+from components.openshift.files.httpd import render_ignition_access
+from components.openshift.files.ignition import network_kargs, render_pointer_ignition, vm_extra_config
+from components.openshift.files.install_config import masters_schedulable, render_install_config
+from components.openshift.files.installer import (
+    install_dir_bundle,
+    parse_ignition_stdout,
     render_ignition_script,
-    render_install_config,
-    render_patch_script,
-    render_pointer_ignition,
-    render_remove_node_script,
     render_wait_script,
+)
+from components.openshift.files.patches import (
+    patch_bundle,
+    pull_secret_patches,
+    render_patch_script,
     ssh_key_patches,
     vcenter_credential_patches,
-    vm_extra_config,
 )
-from components.openshift.httpd import render_ignition_access
+from components.openshift.plan import ClusterPlan
 from components.secrets import LabSecrets, secret_output
 from components.ssh.host_key import host_key_check
 from labrules.openshift import API_PORT
@@ -89,13 +61,13 @@ HELPER_PLACE = ["delete", "connection.host", "connection.port", "connection.user
 RUN_ONCE = ["create", "update", "delete", "stdin", "triggers", "environment", "logging", "dir", "interpreter",
             "addPreviousOutputInEnv", "assetPaths", "archivePaths"]
 """Every input of a local Command: a step that must run once per cluster ignores all of them after create
-(a changed script, install-config or installer reaches a new cluster only; see the module docstring)."""
+(a changed script, install-config or installer reaches a new cluster only; docs/parts.md)."""
 
 
 @dataclass(frozen=True)
 class OpenShiftUpiArgs:
     cluster: ClusterPlan
-    """The resolved cluster: the openshift section with the vSphere VMs as nodes (openshift.config.plan)."""
+    """The resolved cluster: the openshift section with the vSphere VMs as nodes (plan.plan())."""
     secrets: LabSecrets
     """pull_secret, ssh_public_key and helper_ssh_private_key are required (vcenter_password with platform vsphere)."""
     protect: bool = False
@@ -118,13 +90,13 @@ class OpenShiftUpi(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: OpenShiftUpiArgs, opts: pulumi.ResourceOptions | None = None):
         p = args.cluster
-        oc = p.config
+        run = p.lifecycle
         super().__init__(TYPE, name, {
-            "clusterName": oc.cluster_name,
-            "baseDomain": oc.base_domain,
+            "clusterName": p.cluster_name,
+            "baseDomain": p.base_domain,
             "controlPlaneCount": len(p.of_role("control-plane")),
-            "singleNode": oc.single_node,
-            "bootstrap": oc.bootstrap,
+            "singleNode": p.single_node,
+            "bootstrap": p.bootstrap,
             # Also once the node is gone, so the policy pack can spot a stale backend.
             "bootstrapNode": p.configured_bootstrap_name,
             "loadBalancer": load_balancer_intent(p),
@@ -138,17 +110,17 @@ class OpenShiftUpi(pulumi.ComponentResource):
                                      "openshift deploys DNS, HAProxy and ignition to the helper node")
         vcenter_password = (
             secrets.require("vcenter_password", "openshift platform vsphere puts it in install-config")
-            if oc.platform == "vsphere" else None
+            if p.platform == "vsphere" else None
         )
 
-        self.install_dir = args.install_dir or oc.install_dir or f"build/{pulumi.get_stack()}/openshift-install"
+        self.install_dir = args.install_dir or run.install_dir or f"build/{pulumi.get_stack()}/openshift-install"
         self.api_url = f"https://api.{p.domain}:{API_PORT}"
 
         install_config = secret_output(pulumi.Output.all(pull, ssh_key, vcenter_password).apply(
             lambda v: render_install_config(p, v[0], v[1], v[2])))
         ignition = local.Command(
             f"{name}-ignition",
-            create=render_ignition_script(self.install_dir, oc.installer, oc.single_node, masters_schedulable(p)),
+            create=render_ignition_script(self.install_dir, run.installer, p.single_node, masters_schedulable(p)),
             stdin=install_config,
             delete=f"rm -rf {shlex.quote(self.install_dir)}",
             # stdout carries the ignition files, the kubeconfig and the kubeadmin password
@@ -160,15 +132,15 @@ class OpenShiftUpi(pulumi.ComponentResource):
         )
         generated = secret_output(ignition.stdout).apply(parse_ignition_stdout)
         self.kubeconfig = generated.apply(lambda f: f.get("kubeconfig", ""))
-        self.install_files = generated.apply(functools.partial(install_dir_bundle, single_node=oc.single_node))
+        self.install_files = generated.apply(functools.partial(install_dir_bundle, single_node=p.single_node))
         self.vm_extra_config = self._vm_extra_config(p, generated)
 
         self.helper_steps = self._deploy_helper(name, p, helper_key, generated)
         self._credentials(name, p, ignition, pull, ssh_key, vcenter_password)
-        if oc.wait_for_bootstrap and oc.bootstrap:
+        if run.wait_for_bootstrap and p.bootstrap:
             local.Command(
                 f"{name}-wait-bootstrap",
-                create=render_wait_script(self.install_dir, oc.installer, "bootstrap-complete"),
+                create=render_wait_script(self.install_dir, run.installer, "bootstrap-complete"),
                 stdin=self.install_files,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=self.helper_steps, ignore_changes=RUN_ONCE),
             )
@@ -187,7 +159,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
             if node.platform != "vsphere":
                 continue
             kargs = network_kargs(p, node)
-            if node.role == "bootstrap" or (p.config.single_node and node.role == "control-plane"):
+            if node.role == "bootstrap" or (p.single_node and node.role == "control-plane"):
                 # Too big for guestinfo: a pointer to the full file on the helper's HTTP server.
                 extra[node.name] = vm_extra_config(render_pointer_ignition(p, node.role), kargs)
             else:
@@ -196,9 +168,9 @@ class OpenShiftUpi(pulumi.ComponentResource):
 
     def _deploy_helper(self, name: str, p: ClusterPlan, private_key: pulumi.Output[str],
                        generated: pulumi.Output[dict]) -> list[pulumi.Resource]:
-        helper = p.config.helper
+        helper = p.helper
         conn = remote.ConnectionArgs(
-            host=str(helper.address),
+            host=helper.address,
             port=helper.port,
             user=helper.user,
             private_key=pulumi.Output.secret(private_key),
@@ -212,7 +184,7 @@ class OpenShiftUpi(pulumi.ComponentResource):
         checked: list[pulumi.Resource] = []
         if helper.host_key is not None:
             checked.append(host_key_check(
-                f"{name}-helper-host-key", str(helper.address), helper.port, helper.host_key,
+                f"{name}-helper-host-key", helper.address, helper.port, helper.host_key,
                 setting="openshift.helper.hostKey", attempts=DIAL_ERROR_LIMIT, timeout_seconds=PER_DIAL_TIMEOUT_S,
                 opts=pulumi.ResourceOptions(parent=self)))
         # A step that would install somewhere else (other paths, another helper, another login)
@@ -265,20 +237,19 @@ class OpenShiftUpi(pulumi.ComponentResource):
                      pull: pulumi.Output[str], ssh_key: pulumi.Output[str],
                      vcenter_password: pulumi.Output[str] | None) -> None:
         """One local Command per credential the running cluster holds; only an update runs it."""
-        oc = p.config
         rotations: dict[str, pulumi.Output] = {
             "pull-secret": pulumi.Output.from_input(pull).apply(pull_secret_patches),
             "ssh-key": pulumi.Output.from_input(ssh_key).apply(ssh_key_patches),
         }
-        if vcenter_password is not None and oc.vcenter is not None:
-            server, user = oc.vcenter.server, oc.vcenter.user
+        if vcenter_password is not None and p.vcenter is not None:
+            server, user = p.vcenter.server, p.vcenter.user
             rotations["vcenter-credentials"] = pulumi.Output.from_input(vcenter_password).apply(
                 lambda password: vcenter_credential_patches(server, user, password))
         for role, patches in rotations.items():
             local.Command(
                 f"{name}-{role}",
                 # No create: the installer put the first value in place.
-                update=render_patch_script(oc.oc, _patch_targets(role, oc.vcenter.server if oc.vcenter else "")),
+                update=render_patch_script(p.lifecycle.oc, _patch_targets(role, p.vcenter.server if p.vcenter else "")),
                 stdin=secret_output(pulumi.Output.all(self.kubeconfig, patches).apply(
                     lambda v: patch_bundle(v[0], v[1]))),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[ignition]),
@@ -309,7 +280,7 @@ class ClusterNodes(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterNodesArgs, opts: pulumi.ResourceOptions | None = None):
         p = args.cluster
-        oc = p.config
+        run = p.lifecycle
         install = args.install
         super().__init__(NODES_TYPE, name, {"nodes": [n.name for n in p.nodes if n.role != "bootstrap"]}, opts)
         kubeconfig: pulumi.Output[str] = pulumi.Output.secret(install.kubeconfig)
@@ -322,17 +293,17 @@ class ClusterNodes(pulumi.ComponentResource):
             self.node_steps[node.name] = (local.Command(
                 f"{name}-{node.name}",
                 # Only this node's CSRs: adding a node approves nothing for any other.
-                create=render_csr_script(p, oc.oc, [node.name]) if oc.approve_csrs else None,
-                delete=render_remove_node_script(p, oc.oc, node.name, oc.drain_timeout_s),
+                create=render_csr_script(p, run.oc, [node.name]) if run.approve_csrs else None,
+                delete=render_remove_node_script(p, run.oc, node.name, run.drain_timeout_s),
                 stdin=kubeconfig,
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=[*install.helper_steps, *([machine] if machine is not None else [])]),
             ))
         joined = list(self.node_steps.values())
-        if oc.wait_for_install:
+        if run.wait_for_install:
             local.Command(
                 f"{install_name(name)}-wait-install",
-                create=render_wait_script(install.install_dir, oc.installer, "install-complete"),
+                create=render_wait_script(install.install_dir, run.installer, "install-complete"),
                 stdin=install.install_files,
                 # its output ends with the kubeadmin password
                 logging=local.Logging.NONE,

@@ -382,7 +382,7 @@ def test_malformed_install_config_secret_stops_the_program_without_showing_it(ke
 def test_whole_lab_runs_once_mocks_give_the_ignition_step_its_stdout(monkeypatch):
     # What tools.mockrun.LabMocks needs so the add-ons get the kubeconfig under mocks.
     import tools.mockrun as mockrun
-    from components.openshift.files import parse_ignition_stdout, placeholder_ignition_stdout
+    from components.openshift.files.installer import parse_ignition_stdout, placeholder_ignition_stdout
 
     class WithIgnition(mockrun.LabMocks):
         def new_resource(self, args):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import builders
 import pytest
+from openshift_helpers import sections
+from pydantic import BaseModel
 
 from components.config import load_lab
 from components.model import ConfigError
-from components.openshift.config import pull_secret_problems, ssh_key_problems
+from components.openshift.rules import pull_secret_problems, ssh_key_problems
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO core@lab"
 
@@ -48,6 +52,33 @@ def test_guide_stack_resolves_its_own_numbers(openshift_sections):
     assert p.bootstrap_node.address == "10.33.3.53"
     assert lab.openshift.network_type == "OVNKubernetes"
     assert p.pxe_wanted
+
+
+def plain_facts(value) -> list:
+    """The pydantic models found anywhere in a plan value (none expected)."""
+    if isinstance(value, BaseModel):
+        return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [m for f in dataclasses.fields(value) for m in plain_facts(getattr(value, f.name))]
+    if isinstance(value, tuple | list):
+        return [m for v in value for m in plain_facts(v)]
+    return []
+
+
+@pytest.mark.parametrize("shape", ["lab", "baremetal"])
+def test_the_cluster_plan_holds_plain_facts_not_the_sections_models(shape):
+    # The components read the plan only (components/openshift/plan.py), never the stack file's models.
+    raw = sections(shape)
+    if shape == "lab":
+        raw["openshift"].update(platform="vsphere", vcenter={"server": "vc1.lab.local", "user": "admin@lab"},
+                                ingressNodes=["w01"])
+    raw["openshift"]["helper"]["dnsUpstreams"] = ["10.0.0.53"]
+    p = load_lab(raw).plan.cluster
+    assert plain_facts(p) == []
+    assert p.helper.dns_upstreams == ("10.0.0.53",) and isinstance(p.helper.address, str)
+    if shape == "lab":
+        assert (p.vcenter.server, p.vcenter.user) == ("vc1.lab.local", "admin@lab")
+        assert [n.name for n in p.ingress] == ["w01"]
 
 
 def test_bootstrap_false_drops_the_bootstrap_node_and_vm(lab_sections):

@@ -1,4 +1,4 @@
-"""The ignition access rule (components/openshift/httpd.py) in Debian's Apache 2.4 on loopback.
+"""The ignition access rule (components/openshift/files/httpd.py) in Debian's Apache 2.4 on loopback.
 
 The rendered drop-in goes into a server configured like the guide's RHEL httpd (httpd.conf's
 `<Directory />` denied, the web root granted, `IncludeOptional conf.d/*.conf` last), with
@@ -29,8 +29,8 @@ from openshift_servers import LOOPBACK, free_port, stop, wait_for_port
 from required_tools import require_path, require_tool
 
 from components.config import load_lab
-from components.openshift.config import ClusterPlan
-from components.openshift.httpd import render_ignition_access
+from components.openshift.files.httpd import render_ignition_access
+from components.openshift.plan import ClusterPlan
 
 HINT = "run scripts/install-openshift-test-tools.sh (Debian package apache2-bin)"
 MODULES = Path("/usr/lib/apache2/modules")  # Debian's apache2-bin
@@ -63,11 +63,9 @@ def loopback_plan(www: Path, **changes) -> ClusterPlan:
     raw = sections("baremetal")
     raw["openshift"].update(changes)
     plan = load_lab(raw).plan.cluster
-    helper = plan.config.helper
-    config = plan.config.model_copy(update={"helper": helper.model_copy(
-        update={"paths": helper.paths.model_copy(update={"http_root": str(www)})})})
+    helper = dataclasses.replace(plan.helper, paths=dataclasses.replace(plan.helper.paths, http_root=str(www)))
     nodes = tuple(dataclasses.replace(n, address=ADDRESSES[n.name]) for n in plan.nodes)
-    return dataclasses.replace(plan, config=config, nodes=nodes)
+    return dataclasses.replace(plan, helper=helper, nodes=nodes)
 
 
 def quoted(path: Path) -> str:
@@ -114,7 +112,7 @@ def publish(www: Path, names: list[str]) -> None:
 @contextmanager
 def serving(apache2: str, d: Path, plan: ClusterPlan) -> Iterator[int]:
     """Apache on a loopback port with the rendered rule as its drop-in; yields the port."""
-    www = Path(plan.config.helper.paths.http_root)
+    www = Path(plan.helper.paths.http_root)
     (d / "conf.d").mkdir(parents=True, exist_ok=True)
     (d / "conf.d" / "gpu-lab-ignition.conf").write_text(render_ignition_access(plan))
     port = free_port()
@@ -146,7 +144,7 @@ def test_the_rule_passes_apaches_own_syntax_check(apache2, site):
     plan = loopback_plan(d / "www")
     (d / "conf.d").mkdir(parents=True)
     (d / "conf.d" / "gpu-lab-ignition.conf").write_text(render_ignition_access(plan))
-    (d / "httpd.conf").write_text(server_config(d, Path(plan.config.helper.paths.http_root), free_port()))
+    (d / "httpd.conf").write_text(server_config(d, Path(plan.helper.paths.http_root), free_port()))
     # what `apache2ctl -t` runs: the server binary's configuration test
     done = subprocess.run([apache2, "-t", "-f", str(d / "httpd.conf")], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "Syntax OK" in done.stderr, done.stderr

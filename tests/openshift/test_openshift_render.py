@@ -18,35 +18,31 @@ import yaml
 from openshift_helpers import sections, tool
 
 from components.config import load_lab
-from components.openshift.files import (
-    file_bundle,
-    helper_files,
+from components.openshift.files.cluster_nodes import render_csr_script, render_remove_node_script
+from components.openshift.files.common import file_bundle
+from components.openshift.files.dnsmasq import render_dnsmasq_conf, render_hosts
+from components.openshift.files.haproxy import load_balancer_intent, render_haproxy_cfg
+from components.openshift.files.helper_steps import helper_files, render_helper_step, render_ignition_publish
+from components.openshift.files.ignition import network_kargs, render_pointer_ignition, vm_extra_config
+from components.openshift.files.install_config import masters_schedulable, render_install_config
+from components.openshift.files.installer import (
     install_dir_bundle,
-    load_balancer_intent,
-    masters_schedulable,
-    network_kargs,
     parse_ignition_stdout,
+    render_ignition_script,
+    render_wait_script,
+)
+from components.openshift.files.patches import (
     patch_bundle,
     pull_secret_patches,
-    pxelinux_mac_name,
-    render_csr_script,
-    render_dnsmasq_conf,
-    render_grub_cfg,
-    render_haproxy_cfg,
-    render_helper_step,
-    render_hosts,
-    render_ignition_publish,
-    render_ignition_script,
-    render_install_config,
     render_patch_script,
-    render_pointer_ignition,
-    render_pxelinux_default,
-    render_pxelinux_node,
-    render_remove_node_script,
-    render_wait_script,
     ssh_key_patches,
     vcenter_credential_patches,
-    vm_extra_config,
+)
+from components.openshift.files.pxe import (
+    pxelinux_mac_name,
+    render_grub_cfg,
+    render_pxelinux_default,
+    render_pxelinux_node,
 )
 from components.openshift.render import render_files
 

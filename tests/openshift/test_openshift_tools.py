@@ -35,17 +35,11 @@ from openshift_servers import (
 )
 
 from components.config import load_lab
-from components.openshift.files import (
-    API_PORT,
-    HTTP_PORT,
-    HTTPS_PORT,
-    MCS_PORT,
-    render_dnsmasq_conf,
-    render_grub_cfg,
-    render_haproxy_cfg,
-    render_hosts,
-)
+from components.openshift.files.dnsmasq import render_dnsmasq_conf, render_hosts
+from components.openshift.files.haproxy import MCS_PORT, render_haproxy_cfg
+from components.openshift.files.pxe import render_grub_cfg
 from components.openshift.render import render_files
+from labrules.openshift import API_PORT, HTTP_PORT, HTTPS_PORT
 
 
 def lab_of(stack: str, **openshift_changes):

@@ -1,26 +1,13 @@
 """The helper's HTTP server hands each ignition file only to the nodes that boot from it.
 
-A drop-in for the guide's httpd (Apache 2.4, mod_authz_core and mod_authz_host), installed at
-`openshift.helper.paths.httpdDropIn`: inside the web root, every `*.ign` file is denied to all,
-then each role's file (`bootstrap.ign`, `master.ign`, `worker.ign`) is allowed to the addresses
-of that role's nodes from the plan. `bootstrap.ign` holds the pull secret and the cluster's
-certificates; once bootstrapping is over it has no reader left (the bootstrap node is gone from
-the plan), so the rule denies it to everyone even before the file is removed. A node added or
-removed on day 2 changes this file alone.
-
-Apache merges <Files> and <FilesMatch> sections in the order they appear, and by default
-(AuthMerging Off) a later section's Require lines replace an earlier one's (httpd 2.4 docs,
-"Configuration Sections: How the sections are merged"; mod_authz_core, AuthMerging), so the
-per-file sections after the catch-all decide for their file. The files themselves are
-installed root:<httpGroup> 0640, readable by the web server's user only.
+bootstrap.ign holds the pull secret and the cluster's certificates: an httpd drop-in denies every
+`*.ign` file, then allows each role's file to the addresses of that role's nodes, so a node added
+or removed changes this file alone. Why the order works: docs/parts.md, "How the OpenShift steps run".
 """
 
 from __future__ import annotations
 
-from components.openshift.config import IGNITION_NAME, ClusterPlan
-
-# The roles whose nodes fetch an ignition file from the helper (pointer ignition, PXE), each its own.
-ROLES = ("bootstrap", "control-plane", "worker")
+from components.openshift.plan import IGNITION_NAME, ROLES, ClusterPlan
 
 
 def _quoted(text: str) -> str:
@@ -30,7 +17,7 @@ def _quoted(text: str) -> str:
 
 def render_ignition_access(plan: ClusterPlan) -> str:
     """The httpd drop-in that serves each ignition file only to the nodes of its role."""
-    helper = plan.config.helper
+    helper = plan.helper
     lines = [
         "# gpu-lab: who may fetch the ignition files (generated from the stack's configuration; do not edit).",
         "# Each node may fetch its own role's file only; no other address gets any .ign file.",
