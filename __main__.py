@@ -90,7 +90,7 @@ def main() -> None:
 
     for switch in plan.switches:
         SpectrumSwitch(switch.name, SpectrumSwitchArgs(
-            switch=switch, hosts=plan.switch_hosts(switch), password=secrets.switch_password(switch.name)))
+            switch=switch, password=secrets.switch_password(switch.name)))
 
     if lab.addons.any_enabled:
         ClusterAddons("addons", ClusterAddonsArgs(

@@ -4,7 +4,7 @@ Each section lives beside the component that uses it and contributes its own rul
 
     gpu-lab:vsphere    -> components.vsphere.config.VsphereConfig
     gpu-lab:openshift  -> components.openshift.config.OpenShiftConfig   (optional)
-    gpu-lab:switches   -> components.switch.config.SwitchConfig list    (optional)
+    gpu-lab:switches   -> components.switch.model.SwitchConfig list     (optional)
     gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
     gpu-lab:lifecycle  -> components.config.Lifecycle                   (optional)
 
@@ -40,8 +40,8 @@ from components.openshift.config import OpenShiftConfig, pull_secret_problems, s
 from components.openshift.config import check as check_openshift
 from components.sdk_internals import config_set_in_process
 from components.secrets import SECRET_KEYS, SecretRule
-from components.switch.config import SwitchConfig
-from components.switch.config import check as check_switches
+from components.switch.model import SwitchConfig
+from components.switch.rules import check as check_switches
 from components.vsphere.config import VsphereConfig
 from components.vsphere.config import check as check_vsphere
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.addons.config import AddonsConfig, AddonsLab
-from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
+from components.facts import PlannedHost, PlannedVm, VsphereFacts
 from components.openshift.config import ClusterPlan, OpenShiftConfig
 from components.openshift.config import plan as cluster_plan
-from components.switch.config import SwitchConfig, host_side
+from components.switch.model import SwitchConfig
+from components.switch.plan import SwitchPlan, switch_plan
 from components.vsphere.config import VsphereConfig, vsphere_facts
 
 
@@ -25,7 +26,7 @@ class LabPlan:
     """The OpenShift cluster with every node resolved; None without the openshift section."""
     addons: AddonsLab
     """The add-ons section and what it reads of the rest of the lab."""
-    switches: tuple[SwitchConfig, ...]
+    switches: tuple[SwitchPlan, ...]
     rdma_lossless: bool
     """Whether the hosts send pause frames: only when every switch runs RoCE lossless (PFC)."""
 
@@ -37,10 +38,6 @@ class LabPlan:
     def vms(self) -> tuple[PlannedVm, ...]:
         return self.vsphere.vms if self.vsphere else ()
 
-    def switch_hosts(self, switch: SwitchConfig) -> HostRoce:
-        """The hosts' side a switch must match (the ESXi hosts', or the bare-metal script's)."""
-        return host_side(self.vsphere, switch)
-
 
 def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
              switches: list[SwitchConfig], addons: AddonsConfig) -> LabPlan:
@@ -51,6 +48,6 @@ def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
         vsphere=facts,
         cluster=cluster_plan(openshift, facts) if openshift is not None else None,
         addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None),
-        switches=tuple(switches),
+        switches=tuple(switch_plan(s, facts) for s in switches),
         rdma_lossless=all(s.roce.pfc_mode == "lossless" for s in switches),
     )

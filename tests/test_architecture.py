@@ -19,7 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("labrules", "components", "policies", "tools")
 SECTION_CONFIGS = ("components.vsphere.config", "components.openshift.config",
-                   "components.switch.config", "components.addons.config")
+                   "components.switch.model", "components.switch.plan", "components.switch.rules",
+                   "components.addons.config")
 
 
 def _modules() -> dict[str, Path]:

@@ -40,7 +40,7 @@ def rendered_sections(config: dict[str, Any]) -> dict[str, str]:
     files: dict[str, str] = {}
     if plan.cluster is not None:
         files.update(render_openshift(plan.cluster))
-    files.update(render_switch(list(plan.switches), plan.vsphere))
+    files.update(render_switch(list(plan.switches)))
     files.update(render_addons(plan.addons))
     return files
 

@@ -30,10 +30,12 @@ import pytest
 import sshd_server
 from sshd_server import running_sshd
 from switch_sim import CumulusBox, CumulusSwitch, OnyxSwitch, nvue_args
+from switch_stack import planned
 
 from components.config import load_lab
-from components.switch.config import SwitchConfig
-from components.switch.files import ONYX_ROLLBACK_FILE, render_apply, render_login_check, render_undo, undo_items
+from components.switch.dialects import ONYX_ROLLBACK_FILE
+from components.switch.files import render_apply, render_login_check, render_undo, undo_items
+from components.switch.plan import SwitchPlan
 
 HERE = Path(__file__).resolve().parent
 
@@ -42,13 +44,13 @@ HERE = Path(__file__).resolve().parent
 def ssh_tools() -> dict[str, str]:
     return sshd_server.ssh_tools()
 
-CUMULUS = SwitchConfig.model_validate({
+CUMULUS_RAW = {
     "name": "cl-rails", "os": "cumulus", "managementAddress": "10.0.0.3", "user": "cumulus",
     "ports": {"hosts": ["swp10"], "rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1", "swp2"]}]},
-})
+}
+CUMULUS = planned(CUMULUS_RAW)
 # Every undo is its own session: a one-port switch keeps their number small.
-ONYX_ONE_PORT = SwitchConfig.model_validate({"name": "sw-one", "os": "onyx", "managementAddress": "10.0.0.2",
-                                             "ports": {"hosts": ["1/1"]}})
+ONYX_ONE_PORT = planned({"name": "sw-one", "os": "onyx", "managementAddress": "10.0.0.2", "ports": {"hosts": ["1/1"]}})
 
 # The stand-in switch's programs. {python}, {dir} and {sim} are filled in at start-up; sshd
 # starts them with a clean environment, so the shell gives them PYTHONPATH (switch_sim.py). The
@@ -173,8 +175,8 @@ def switch_box(tmp_path_factory, ssh_tools):
                                capture_output=True, timeout=10)
 
 
-def _lab_switch(lab_sections) -> SwitchConfig:
-    return load_lab(lab_sections).switches[0]
+def _lab_switch(lab_sections) -> SwitchPlan:
+    return load_lab(lab_sections).plan.switches[0]
 
 
 def _ok(switch_box, done: subprocess.CompletedProcess) -> None:
@@ -214,10 +216,10 @@ def test_onyx_failed_line_stops_the_session_and_the_saved_file_restores(switch_b
     switch_box.reset("onyx")
     _ok(switch_box, switch_box.send(render_apply(sw)))
     before = switch_box.onyx_state()
-    raw = sw.model_dump(by_alias=True)
+    raw = load_lab(lab_sections).switches[0].model_dump(by_alias=True)
     raw["roce"].update(mtu=9100, ecnMaxKb=1400)
     switch_box.fail_on("congestion-control")
-    done = switch_box.send(render_apply(SwitchConfig.model_validate(raw)))
+    done = switch_box.send(render_apply(planned(raw)))
     assert done.returncode != 0 and "invalid value" in done.stderr
     after = switch_box.onyx_state()
     assert after["saved"] == before["saved"] and after["running"] != before["running"]
@@ -279,11 +281,10 @@ def test_cumulus_change_that_loses_the_session_is_never_confirmed_and_rolls_back
     switch_box.reset("cumulus")
     _ok(switch_box, switch_box.send(render_apply(CUMULUS)))
     before = switch_box.nvue_state()
-    raw = CUMULUS.model_dump(by_alias=True)
-    raw["roce"]["mtu"] = 9100
+    raw = {**CUMULUS_RAW, "roce": {"mtu": 9100}}
     switch_box.fail_on("show system")  # the check after the apply gets no answer
     switch_box.clear_received()
-    done = switch_box.send(render_apply(SwitchConfig.model_validate(raw)))
+    done = switch_box.send(render_apply(planned(raw)))
     assert done.returncode != 0
     assert "nv config apply --confirm-yes" not in switch_box.received()
     assert switch_box.nvue_state().confirm_rollback == before.applied
