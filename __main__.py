@@ -15,6 +15,7 @@ from components.sdk_internals import install_program_patches
 install_program_patches()  # before any resource: see components/sdk_internals.py
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
+from components.addons.plan import addons_plan
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.identity import OUTPUT as IDENTITY_OUTPUT
 from components.identity import LabIdentity, guard_deployed, guard_provider, identity_digest, identity_of
@@ -94,7 +95,7 @@ def main() -> None:
 
     if lab.addons.any_enabled:
         ClusterAddons("addons", ClusterAddonsArgs(
-            lab=plan.addons,
+            addons=addons_plan(plan.addons),
             secrets=secrets,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             # Deleted before the nodes are drained and the VMs go.

@@ -5,7 +5,7 @@ Each section lives beside the component that uses it and contributes its own rul
     gpu-lab:vsphere    -> components.vsphere.config.VsphereConfig
     gpu-lab:openshift  -> components.openshift.config.OpenShiftConfig   (optional)
     gpu-lab:switches   -> components.switch.model.SwitchConfig list     (optional)
-    gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
+    gpu-lab:addons     -> components.addons.model.AddonsConfig          (optional)
     gpu-lab:lifecycle  -> components.config.Lifecycle                   (optional)
 
 `load_lab` is the single entry point: it returns a LabConfig or raises one ConfigError
@@ -30,9 +30,10 @@ from typing import Any
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
 
-from components.addons.config import AddonsConfig, registry_auth_problems
-from components.addons.config import check as check_addons
-from components.addons.config import required_secrets as addons_required_secrets
+from components.addons.model import AddonsConfig
+from components.addons.rules import check as check_addons
+from components.addons.rules import registry_auth_problems
+from components.addons.rules import required_secrets as addons_required_secrets
 from components.facts import PlannedHost, PlannedVm
 from components.lab_plan import LabPlan, plan_lab
 from components.model import ConfigError, Model, Problem, closest, problems_from_validation_error

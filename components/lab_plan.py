@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.addons.config import AddonsConfig, AddonsLab
+from components.addons.model import AddonsConfig
+from components.addons.plan import AddonsLab
 from components.facts import PlannedHost, PlannedVm, VsphereFacts
 from components.openshift.config import ClusterPlan, OpenShiftConfig
 from components.openshift.config import plan as cluster_plan

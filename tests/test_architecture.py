@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("labrules", "components", "policies", "tools")
 SECTION_CONFIGS = ("components.vsphere.config", "components.openshift.config",
                    "components.switch.model", "components.switch.plan", "components.switch.rules",
-                   "components.addons.config")
+                   "components.addons.model", "components.addons.plan", "components.addons.rules")
 
 
 def _modules() -> dict[str, Path]:
