@@ -6,7 +6,7 @@ sends (pulumi-command sends the Command's `create`/`delete` text the same way: o
 no terminal) reaches the switch's shell in SSH_ORIGINAL_COMMAND.
 
 - onyx: a tiny CLI reads the text line by line, records each line, and feeds it to the Onyx
-  model (tests/switch/switch_sim.py), which refuses unknown commands; state persists between
+  model (tests/switch_sim.py), which refuses unknown commands; state persists between
   sessions in a JSON file.
 - cumulus: bash runs the script, as on Cumulus Linux, with a fake `nv` first on PATH that records
   its arguments and drives the NVUE model.
@@ -37,7 +37,7 @@ from components.switch.dialects import ONYX_ROLLBACK_FILE
 from components.switch.files import render_apply, render_login_check, render_undo, undo_items
 from components.switch.plan import SwitchPlan
 
-HERE = Path(__file__).resolve().parent
+SIM_DIR = Path(__file__).resolve().parent.parent  # tests/, where switch_sim.py is
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -147,7 +147,7 @@ def switch_box(tmp_path_factory, ssh_tools):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "client_key", "-f", str(d / "client_key")],
                    check=True)
     (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    fill = {"python": sys.executable, "dir": str(d), "sim": str(HERE)}
+    fill = {"python": sys.executable, "dir": str(d), "sim": str(SIM_DIR)}
     nvue = CumulusBox(d / "cumulus")
     for path, text in ((d / "switch-shell", SWITCH_SHELL.format(**fill)),
                        (d / "onyx-cli", ONYX_CLI.format(**fill))):
