@@ -3,7 +3,7 @@
 `<switch>-apply` applies the whole configuration (its trigger is the script's sha256; `update` is a
 read-only login check); one Command per undo item (files.py), with only a `delete`, undoes exactly
 that item when it leaves the configuration. Why each Command looks as it does, what pulumi-command
-v1.2.1 does with it, and the upgrade from the one-Command design: docs/day2.md, "Switches".
+v1.2.1 does with it, and the upgrade from the one-Command design: docs/day2.md, "The switch's Commands".
 """
 
 from __future__ import annotations
