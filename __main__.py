@@ -15,6 +15,7 @@ from components.sdk_internals import install_program_patches
 install_program_patches()  # before any resource: see components/sdk_internals.py
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
+from components.addons.plan import addons_plan
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
 from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest
@@ -90,11 +91,11 @@ def main() -> None:
 
     for switch in plan.switches:
         SpectrumSwitch(switch.name, SpectrumSwitchArgs(
-            switch=switch, hosts=plan.switch_hosts(switch), password=secrets.switch_password(switch.name)))
+            switch=switch, password=secrets.switch_password(switch.name)))
 
     if lab.addons.any_enabled:
         ClusterAddons("addons", ClusterAddonsArgs(
-            lab=plan.addons,
+            addons=addons_plan(plan.addons),
             secrets=secrets,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             # Deleted before the nodes are drained and the VMs go.

@@ -4,8 +4,8 @@ Each section lives beside the component that uses it and contributes its own rul
 
     gpu-lab:vsphere    -> components.vsphere.model.VsphereConfig
     gpu-lab:openshift  -> components.openshift.model.OpenShiftConfig   (optional)
-    gpu-lab:switches   -> components.switch.config.SwitchConfig list    (optional)
-    gpu-lab:addons     -> components.addons.config.AddonsConfig         (optional)
+    gpu-lab:switches   -> components.switch.model.SwitchConfig list     (optional)
+    gpu-lab:addons     -> components.addons.model.AddonsConfig          (optional)
     gpu-lab:lifecycle  -> components.config.Lifecycle                   (optional)
 
 `load_lab` is the single entry point: it returns a LabConfig or raises one ConfigError
@@ -30,9 +30,10 @@ from typing import Any
 import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
 
-from components.addons.config import AddonsConfig, registry_auth_problems
-from components.addons.config import check as check_addons
-from components.addons.config import required_secrets as addons_required_secrets
+from components.addons.model import AddonsConfig
+from components.addons.rules import check as check_addons
+from components.addons.rules import registry_auth_problems
+from components.addons.rules import required_secrets as addons_required_secrets
 from components.facts import PlannedHost, PlannedVm
 from components.lab_plan import LabPlan, plan_lab
 from components.model import ConfigError, Model, Problem, closest, problems_from_validation_error
@@ -40,8 +41,8 @@ from components.openshift.model import OpenShiftConfig
 from components.openshift.rules import check as check_openshift
 from components.openshift.rules import pull_secret_problems, ssh_key_problems
 from components.secrets import SECRET_KEYS, SecretRule
-from components.switch.config import SwitchConfig
-from components.switch.config import check as check_switches
+from components.switch.model import SwitchConfig
+from components.switch.rules import check as check_switches
 from components.vsphere.model import VsphereConfig
 from components.vsphere.rules import check as check_vsphere
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.addons.config import AddonsConfig, AddonsLab
-from components.facts import HostRoce, PlannedHost, PlannedVm, VsphereFacts
+from components.addons.model import AddonsConfig
+from components.addons.plan import AddonsLab
+from components.facts import PlannedHost, PlannedVm, VsphereFacts
 from components.openshift.model import OpenShiftConfig
 from components.openshift.plan import ClusterPlan
 from components.openshift.plan import plan as cluster_plan
-from components.switch.config import SwitchConfig, host_side
+from components.switch.model import SwitchConfig
+from components.switch.plan import SwitchPlan, switch_plan
 from components.vsphere.model import VsphereConfig
 from components.vsphere.plan import LabVmsPlan, RoceFabricPlan, lab_vms_plan, roce_fabric_plan, vsphere_facts
 
@@ -31,7 +33,7 @@ class LabPlan:
     """The OpenShift cluster with every node resolved; None without the openshift section."""
     addons: AddonsLab
     """The add-ons section and what it reads of the rest of the lab."""
-    switches: tuple[SwitchConfig, ...]
+    switches: tuple[SwitchPlan, ...]
     rdma_lossless: bool
     """Whether the hosts send pause frames: only when every switch runs RoCE lossless (PFC)."""
 
@@ -42,10 +44,6 @@ class LabPlan:
     @property
     def vms(self) -> tuple[PlannedVm, ...]:
         return self.vsphere.vms if self.vsphere else ()
-
-    def switch_hosts(self, switch: SwitchConfig) -> HostRoce:
-        """The hosts' side a switch must match (the ESXi hosts', or the bare-metal script's)."""
-        return host_side(self.vsphere, switch)
 
 
 def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
@@ -64,6 +62,6 @@ def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
         lab_vms=vms,
         cluster=cluster_plan(openshift, facts) if openshift is not None else None,
         addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None),
-        switches=tuple(switches),
+        switches=tuple(switch_plan(s, facts) for s in switches),
         rdma_lossless=all(s.roce.pfc_mode == "lossless" for s in switches),
     )

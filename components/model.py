@@ -3,8 +3,9 @@
 Validation happens in two passes so a user sees every problem at once:
 
 1. structure: pydantic checks types and formats (an address is an address, a key exists);
-2. rules: each section's ``check(lab)`` function walks the typed model and returns
-   ``Problem``s for what the guides forbid (duplicates, MTU, sizing, LACP, ...).
+2. rules: each section's ``check`` (in its ``rules.py``) takes that section's typed model and the
+   facts it reads of the others, and returns ``Problem``s for what the guides forbid
+   (duplicates, MTU, sizing, LACP, ...).
 
 Rules need a typed model to walk, so a section's rules run when its structure (and that of
 every section they read) is sound; each section's structure is checked on its own.

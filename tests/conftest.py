@@ -1,6 +1,7 @@
 """Shared fixtures: the tests' own lab stack (tests/builders.py), and the CI rule for skips.
 
-pytest.ini puts the repository, policies/ and tests/ on the import path.
+pytest.ini puts the repository, policies/ and tests/ on the import path: helpers that the tests of
+more than one area use live in tests/ and are imported by bare name (docs/tests.md).
 """
 
 import os

@@ -21,8 +21,9 @@ from components.openshift.files.patches import (
 )
 from components.roce.host import render_baremetal_script
 from components.ssh.host_key import render_host_key_check
-from components.switch.config import SwitchConfig
 from components.switch.files import render_apply, render_login_check, render_undo, undo_items
+from components.switch.model import SwitchConfig
+from components.switch.plan import switch_plan
 
 BLANK_DIR = "/var/tmp/gpu lab"
 AWKWARD_DIR = "/var/tmp/it's a $dir"
@@ -91,7 +92,7 @@ def rendered_scripts(awkward: bool = False) -> dict[str, str]:
     scripts["check-host-key.sh"] = render_host_key_check(
         "127.0.10.2", 2222, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC8wDKIPxTD+BPx9yKrkMAGoDRrmSxLth9xr0wbOTtcO",
         setting="openshift.helper.hostKey's \"$value\"" if awkward else "openshift.helper.hostKey")
-    sw = SwitchConfig.model_validate(CUMULUS)
+    sw = switch_plan(SwitchConfig.model_validate(CUMULUS), None)
     # Cumulus scripts run under the switch user's bash; they carry no shebang of their own.
     scripts["cumulus-apply.bash"] = render_apply(sw)
     scripts["cumulus-login-check.bash"] = render_login_check(sw)

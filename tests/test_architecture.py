@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("labrules", "components", "policies", "tools")
 SECTION_CONFIGS = ("components.vsphere.model", "components.vsphere.plan", "components.vsphere.rules",
                    "components.openshift.model", "components.openshift.plan", "components.openshift.rules",
-                   "components.switch.config", "components.addons.config")
+                   "components.switch.model", "components.switch.plan", "components.switch.rules",
+                   "components.addons.model", "components.addons.plan", "components.addons.rules")
 
 
 def _modules() -> dict[str, Path]:
@@ -163,33 +164,10 @@ MODEL_READERS = frozenset({"components.config", "components.lab_plan", "componen
 the identity guard (it compares the section a lab was built from with the edited one)."""
 SECTION_OWN = ("model", "plan", "rules")
 
-RAW_MODEL_ALLOWED = frozenset({
-    # switch: not yet split, its config.py is still the model
-    ("components.switch.component", "components.switch.config"),
-    ("components.switch.files", "components.switch.config"),
-    ("components.switch.render", "components.switch.config"),
-    # addons: not yet split, its config.py is still the model
-    ("components.addons.bitfusion", "components.addons.config"),
-    ("components.addons.component", "components.addons.config"),
-    ("components.addons.gpu", "components.addons.config"),
-    ("components.addons.jobs", "components.addons.config"),
-    ("components.addons.rdma", "components.addons.config"),
-    ("components.addons.render", "components.addons.config"),
-})
-"""(component, raw model) imports still allowed: delete a section's entries once its components take
-plan facts only (test_every_raw_model_allowance_is_still_needed fails on an entry whose import is gone)."""
-
-
-def _raw_model(section: str, modules) -> str:
-    """The module of a section's pydantic models: model.py, or config.py while the section is not split."""
-    model = f"components.{section}.model"
-    return model if model in modules else f"components.{section}.config"
-
-
 def _raw_model_imports(graph: dict[str, set[str]], sections=SECTIONS) -> list[tuple[str, str]]:
     """(component, raw model) for each module under components/ that imports a section's raw model,
     other than MODEL_READERS and each section's own model, plan and rules."""
-    raw = {_raw_model(section, graph) for section in sections}
+    raw = {f"components.{section}.model" for section in sections}
     exempt = MODEL_READERS | raw | {f"components.{section}.{own}" for section in sections for own in SECTION_OWN}
     return sorted((module, dep) for module, deps in graph.items()
                   if module.startswith("components.") and module not in exempt
@@ -197,12 +175,7 @@ def _raw_model_imports(graph: dict[str, set[str]], sections=SECTIONS) -> list[tu
 
 
 def test_components_import_no_raw_section_model():
-    assert [edge for edge in _raw_model_imports(GRAPH) if edge not in RAW_MODEL_ALLOWED] == []
-
-
-def test_every_raw_model_allowance_is_still_needed():
-    # the allow-list only shrinks: an entry whose import is gone goes with it
-    assert sorted(RAW_MODEL_ALLOWED - set(_raw_model_imports(GRAPH))) == []
+    assert _raw_model_imports(GRAPH) == []
 
 
 def test_a_component_importing_a_raw_model_would_be_found():
@@ -213,13 +186,12 @@ def test_a_component_importing_a_raw_model_would_be_found():
         "components.vsphere.vms": {"components.vsphere.plan", "components.vsphere.model"},
         "components.vsphere.fabric": {"components.vsphere.plan"},
         "components.roce.host": {"components.vsphere.model"},
-        "components.lab_plan": {"components.vsphere.model", "components.openshift.config"},
-        "components.openshift.config": {"components.vsphere.plan"},
-        "components.openshift.files": {"components.openshift.config"},
+        "components.lab_plan": {"components.vsphere.model", "components.openshift.model"},
+        "components.openshift.plan": {"components.openshift.model", "components.vsphere.plan"},
+        "components.openshift.files.pxe": {"components.openshift.plan"},
         "tools.report": {"components.vsphere.model"},
     }
     assert _raw_model_imports(graph, ("vsphere", "openshift")) == [
-        ("components.openshift.files", "components.openshift.config"),  # a section not yet split: its config.py
         ("components.roce.host", "components.vsphere.model"),  # another package's component
         ("components.vsphere.vms", "components.vsphere.model"),  # the section's own component
     ]

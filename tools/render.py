@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from components.addons.plan import addons_plan
 from components.addons.render import render_files as render_addons
 from components.config import gpu_lab_sections, load_lab
 from components.model import ConfigError, whole_numbers
@@ -40,8 +41,8 @@ def rendered_sections(config: dict[str, Any]) -> dict[str, str]:
     files: dict[str, str] = {}
     if plan.cluster is not None:
         files.update(render_openshift(plan.cluster))
-    files.update(render_switch(list(plan.switches), plan.vsphere))
-    files.update(render_addons(plan.addons))
+    files.update(render_switch(list(plan.switches)))
+    files.update(render_addons(addons_plan(plan.addons)))
     return files
 
 

@@ -293,7 +293,7 @@ def render_table(rows: list[Row]) -> str:
 
 def stack_line_rate(stack: str, path: Path | None = None) -> tuple[int, float, str]:
     """(RDMA NICs per GPU node, Gb/s of each, where that comes from) for a stack's planned nodes."""
-    from components.addons.config import network_mode
+    from components.addons.plan import network_mode
     from components.config import gpu_lab_sections, load_lab
     from tools.stackfile import load_stack_config
 

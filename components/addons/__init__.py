@@ -1,2 +1,3 @@
-"""The addons section: config (`config.py`), the Kubernetes objects per add-on, the ClusterAddons
-component, and `render.py` for `make render`."""
+"""The addons section: the stack file's model (`model.py`), the facts (`plan.py`), the rules
+(`rules.py`), the Kubernetes objects per add-on, the ClusterAddons component, and `render.py` for
+`make render`."""

@@ -20,9 +20,9 @@ import pulumi
 import yaml
 
 from components.addons import versions
-from components.addons.config import AddonsLab
 from components.addons.jobs import SERVICE_ACCOUNT, acceptance_job, job_labels
 from components.addons.kube import Kube, metadata, role_of
+from components.addons.plan import BitfusionPlan
 from components.addons.rdma import privileged_scc_binding
 from components.secrets import LabSecrets
 
@@ -289,10 +289,9 @@ def webhook(openshift: bool) -> list[dict[str, Any]]:
     return objects
 
 
-def deploy_bitfusion(kube: Kube, lab: AddonsLab, secrets: LabSecrets, workload_namespace: str,
+def deploy_bitfusion(kube: Kube, bf: BitfusionPlan, secrets: LabSecrets, workload_namespace: str,
                      after: list[pulumi.Resource | None]) -> list[str]:
     """Platform pieces always; the guide's jobs when switched on. Returns the job names."""
-    bf = lab.addons.bitfusion
     token = secrets.require("bitfusion_client_token", "Bitfusion clients authenticate with the tokens archive")
     system_secret = kube.register("bitfusion-secret-kube-system", token_secret("kube-system", token))
     job_secret = kube.register("bitfusion-secret-workloads", token_secret(workload_namespace, token), after)

@@ -16,19 +16,19 @@ import pulumi_kubernetes as k8s
 
 from components.addons import versions
 from components.addons.bitfusion import deploy_bitfusion
-from components.addons.config import AddonsLab, nfd_source
 from components.addons.gpu import deploy_gpu_operator, deploy_nfd
 from components.addons.jobs import acceptance_access, deploy_jobs
 from components.addons.kube import Kube, role_of
 from components.addons.mpi import deploy_mpi_operator
+from components.addons.plan import AddonsPlan
 from components.addons.rdma import deploy_network, rdma_plan
 from components.secrets import LabSecrets
 
 
 @dataclass(frozen=True)
 class ClusterAddonsArgs:
-    lab: AddonsLab
-    """The add-ons section (what to install) and the lab facts it reads (worker nodes, RDMA network)."""
+    addons: AddonsPlan
+    """What to install, and the lab facts it reads (worker nodes, RDMA network)."""
     secrets: LabSecrets
     """registry_auth, nvidia_license_token, gridd_conf, bitfusion_client_token as needed."""
     kubeconfig: pulumi.Input[str] | None
@@ -60,29 +60,28 @@ class ClusterAddons(pulumi.ComponentResource):
     """Namespace of the acceptance jobs and the RDMA network attachments."""
 
     def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None):
-        lab = args.lab
-        addons = lab.addons
+        addons = args.addons
         if args.kubeconfig is None:
             raise MissingKubeconfigError(
                 "gpu-lab:kubeconfig is not set but add-ons are enabled and no OpenShift install in this stack "
                 "provides a kubeconfig; set it with: "
                 "pulumi config set --secret gpu-lab:kubeconfig \"$(cat kubeconfig)\"")
         super().__init__("gpu-lab:addons:ClusterAddons", name,
-                         {"enabled": addons.enabled_map(), "versions": versions.summary()}, opts)
+                         {"enabled": addons.enabled, "versions": versions.summary()}, opts)
 
         # The one edge set to the nodes and VMs (see ClusterAddonsArgs.after): it grows with the lab
         # once, not once per add-on object.
         provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
                                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
-        kube = Kube(name, self, provider, openshift=lab.openshift, nodes=args.nodes)
+        kube = Kube(name, self, provider, openshift=addons.openshift, nodes=args.nodes)
         workload_ns = addons.jobs.namespace
 
-        nfd = deploy_nfd(kube) if addons.nfd.enabled else None
-        gpu = deploy_gpu_operator(kube, lab, args.secrets, [nfd]) if addons.gpu_operator.enabled else None
-        mpi = deploy_mpi_operator(kube) if addons.mpi_operator.enabled else None
+        nfd = deploy_nfd(kube) if addons.nfd else None
+        gpu = deploy_gpu_operator(kube, addons, args.secrets, [nfd]) if addons.gpu_operator.enabled else None
+        mpi = deploy_mpi_operator(kube) if addons.mpi_operator else None
 
         workloads = None
-        if addons.network.enabled or any(addons.jobs.switches.values()) or addons.bitfusion.enabled:
+        if addons.network.enabled or addons.jobs.any_enabled or addons.bitfusion.enabled:
             # IPC_LOCK is outside the "baseline" Pod Security level, so the namespace is privileged;
             # the pods in it are not (see jobs.py).
             workloads = kube.namespace("workload-namespace", workload_ns)
@@ -92,14 +91,14 @@ class ClusterAddons(pulumi.ComponentResource):
         plan = None
         network: list[pulumi.Resource] = []
         if addons.network.enabled:
-            plan = rdma_plan(lab)
+            plan = rdma_plan(addons)
             # The network operator's NodeFeatureRules need the NFD CRDs of whichever release brings NFD.
-            labels = gpu if nfd_source(lab) == "gpuOperator" else nfd
-            network = deploy_network(kube, lab, workload_ns, [labels, workloads])
+            labels = gpu if addons.nfd_source == "gpuOperator" else nfd
+            network = deploy_network(kube, addons, workload_ns, [labels, workloads])
 
-        jobs = deploy_jobs(kube, lab, plan, [workloads, gpu, mpi, *network])
+        jobs = deploy_jobs(kube, addons, plan, [workloads, gpu, mpi, *network])
         if addons.bitfusion.enabled:
-            jobs += deploy_bitfusion(kube, lab, args.secrets, workload_ns, [workloads])
+            jobs += deploy_bitfusion(kube, addons.bitfusion, args.secrets, workload_ns, [workloads])
 
         self.job_names = pulumi.Output.from_input(jobs)
         self.namespace = pulumi.Output.from_input(workload_ns)

@@ -14,8 +14,8 @@ from typing import Any
 import pulumi
 
 from components.addons import versions
-from components.addons.config import AddonsLab, Licensing, nfd_source
 from components.addons.kube import Kube, helm_release, metadata
+from components.addons.plan import AddonsPlan, Licensing
 from components.secrets import LabSecrets
 
 NFD_NAMESPACE = "node-feature-discovery"
@@ -44,8 +44,8 @@ def render_gridd_conf(licensing: Licensing) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gpu_operator_values(lab: AddonsLab, openshift: bool) -> dict[str, Any]:
-    gpu = lab.addons.gpu_operator
+def gpu_operator_values(addons: AddonsPlan, openshift: bool) -> dict[str, Any]:
+    gpu = addons.gpu_operator
     driver: dict[str, Any] = {"enabled": True}
     if gpu.vgpu is not None:
         driver.update({
@@ -60,7 +60,7 @@ def gpu_operator_values(lab: AddonsLab, openshift: bool) -> dict[str, Any]:
         driver["rdma"] = {"enabled": True, "useHostMofed": True}
     return {
         # one NFD per cluster (nfd_source)
-        "nfd": {"enabled": nfd_source(lab) == "gpuOperator"},
+        "nfd": {"enabled": addons.nfd_source == "gpuOperator"},
         "platform": {"openshift": openshift},
         "driver": driver,
     }
@@ -86,9 +86,9 @@ def deploy_nfd(kube: Kube) -> pulumi.Resource:
     return helm_release(kube, "nfd", versions.NFD, NFD_NAMESPACE, nfd_values(), depends_on=[ns])
 
 
-def deploy_gpu_operator(kube: Kube, lab: AddonsLab, secrets: LabSecrets,
+def deploy_gpu_operator(kube: Kube, addons: AddonsPlan, secrets: LabSecrets,
                         after: list[pulumi.Resource | None]) -> pulumi.Resource:
-    gpu = lab.addons.gpu_operator
+    gpu = addons.gpu_operator
     ns = kube.namespace("gpu-operator-namespace", GPU_NAMESPACE)
     needed: list[pulumi.Resource] = [ns]
     if gpu.vgpu is not None:
@@ -100,4 +100,4 @@ def deploy_gpu_operator(kube: Kube, lab: AddonsLab, secrets: LabSecrets,
         gridd = secrets.gridd_conf if secrets.gridd_conf is not None else render_gridd_conf(gpu.licensing)
         needed.append(kube.register("licensing-secret", licensing_secret(gridd, token), [ns]))
     return helm_release(kube, "gpu-operator", versions.GPU_OPERATOR, GPU_NAMESPACE,
-                        gpu_operator_values(lab, kube.openshift), depends_on=[*needed, *after])
+                        gpu_operator_values(addons, kube.openshift), depends_on=[*needed, *after])

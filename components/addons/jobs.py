@@ -18,9 +18,9 @@ from typing import Any
 
 import pulumi
 
-from components.addons.config import AddonsLab, ib_write_bw_addresses, worker_nodes
 from components.addons.kube import HOSTNAME, SKIP_AWAIT, Kube, metadata, role_of
 from components.addons.mpi import mpijob, mpirun
+from components.addons.plan import AddonsPlan
 from components.addons.rdma import RdmaPlan, on_nodes
 from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY
 
@@ -247,19 +247,19 @@ def acceptance_access(namespace: str, openshift: bool) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- assembly
 
 
-def acceptance_manifests(lab: AddonsLab, plan: RdmaPlan | None) -> list[dict[str, Any]]:
+def acceptance_manifests(addons: AddonsPlan, plan: RdmaPlan | None) -> list[dict[str, Any]]:
     """Every enabled job, in the order the config lists them."""
-    jobs = lab.addons.jobs
+    jobs = addons.jobs
     ns, images, gpus = jobs.namespace, jobs.images, jobs.gpus_per_worker
-    nodes = worker_nodes(lab)
+    nodes = list(jobs.nodes)
     out: list[dict[str, Any]] = []
     if jobs.nvidia_smi:
         out += [nvidia_smi_job(node, ns, images.cuda) for node in nodes]
     if plan is None:
         return out
     if jobs.ib_write_bw:
-        out += ib_write_bw_jobs(plan, nodes, ib_write_bw_addresses(lab), ns, images.perftest)
-    gpudirect = lab.addons.gpu_operator.gpudirect_rdma
+        out += ib_write_bw_jobs(plan, nodes, list(jobs.ib_write_bw_addresses), ns, images.perftest)
+    gpudirect = addons.gpu_operator.gpudirect_rdma
     for transport, on in (("rdma", jobs.nccl_rdma), ("tcp", jobs.nccl_tcp)):
         if on:
             out.append(nccl_job(transport, plan, nodes, gpus, ns, images.nccl_tests, gpudirect))
@@ -269,11 +269,11 @@ def acceptance_manifests(lab: AddonsLab, plan: RdmaPlan | None) -> list[dict[str
     return out
 
 
-def deploy_jobs(kube: Kube, lab: AddonsLab, plan: RdmaPlan | None,
+def deploy_jobs(kube: Kube, addons: AddonsPlan, plan: RdmaPlan | None,
                 after: list[pulumi.Resource | None]) -> list[str]:
     """Register the jobs; returns their names (for the report's log collection)."""
     names = []
-    for m in acceptance_manifests(lab, plan):
+    for m in acceptance_manifests(addons, plan):
         # Job templates are immutable and names are fixed: replace by deleting first.
         kube.register(role_of(m), m, after,
                       delete_before_replace=True, replace_on_changes=["spec"])

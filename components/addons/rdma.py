@@ -26,24 +26,19 @@ from typing import Any
 import pulumi
 
 from components.addons import versions
-from components.addons.config import (
-    CONNECTX5_PF,
-    PVRDMA_PCI,
-    AddonsLab,
-    ib_write_bw_addresses,
-    network_mode,
-    nfd_source,
-    pod_pool,
-    rdma_cidr,
-    worker_nodes,
-)
 from components.addons.kube import Kube, helm_release, metadata, role_of
+from components.addons.plan import AddonsPlan, SriovRail
 
 NAMESPACE = "nvidia-network-operator"
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
 PVRDMA_NETWORK = "rdma-net"
 PVRDMA_STATIC_NETWORK = "rdma-static"
 SRIOV_RESOURCE_PREFIX = "nvidia.com"
+
+# PCI ids (vendor, device): the guides' NICs.
+PVRDMA_PCI = ("15ad", "0820")  # VMware paravirtual RDMA function of a vmxnet3/PVRDMA NIC
+CONNECTX5_PF = ("15b3", "1017")  # MT27800 ConnectX-5 physical function
+CONNECTX5_VF = ("15b3", "1018")  # its virtual function
 
 
 @dataclass(frozen=True)
@@ -71,15 +66,15 @@ class RdmaPlan:
         return json.dumps([{"name": self.static_network, "ips": [f"{address}/{self.static_prefix}"]}])
 
 
-def rdma_plan(lab: AddonsLab) -> RdmaPlan:
-    net = lab.addons.network
-    cidr = rdma_cidr(lab)
+def rdma_plan(addons: AddonsPlan) -> RdmaPlan:
+    net = addons.network
+    cidr = net.rdma_cidr
     static_prefix = cidr.prefixlen if cidr else 24
-    if network_mode(lab) == "pvrdma":
-        mtu = lab.vsphere.rdma_mtu if lab.vsphere else 9000
+    if net.mode == "pvrdma":
+        mtu = net.rdma_mtu if net.rdma_mtu is not None else 9000
         return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
                         ((f"rdma/{PVRDMA_RESOURCE}", 1),), net.ib_device or "vmw_pvrdma0", mtu)
-    rails = net.sriov.rails
+    rails = net.rails
     return RdmaPlan("sriov", tuple(r.network_name for r in rails), f"{rails[0].network_name}-static",
                     static_prefix, tuple((f"{SRIOV_RESOURCE_PREFIX}/{r.resource_name}", 1) for r in rails),
                     net.ib_device, 9000)
@@ -219,7 +214,7 @@ def privileged_scc_binding(name: str, namespace: str, service_account: str) -> d
             "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]}
 
 
-def sriov_node_policy(rail, num_vfs: int) -> dict[str, Any]:
+def sriov_node_policy(rail: SriovRail, num_vfs: int) -> dict[str, Any]:
     return {"apiVersion": "sriovnetwork.openshift.io/v1", "kind": "SriovNetworkNodePolicy",
             "metadata": metadata(f"policy-{rail.network_name}", NAMESPACE),
             "spec": {
@@ -233,7 +228,8 @@ def sriov_node_policy(rail, num_vfs: int) -> dict[str, Any]:
             }}
 
 
-def sriov_network(name: str, rail, namespace: str, ipam: dict[str, Any], static: bool = False) -> dict[str, Any]:
+def sriov_network(name: str, rail: SriovRail, namespace: str, ipam: dict[str, Any],
+                  static: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {"resourceName": rail.resource_name, "networkNamespace": namespace, "vlan": rail.vlan,
                             "ipam": json.dumps(ipam, sort_keys=True)}
     if static:
@@ -242,24 +238,24 @@ def sriov_network(name: str, rail, namespace: str, ipam: dict[str, Any], static:
             "metadata": metadata(name, NAMESPACE), "spec": spec}
 
 
-def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) -> dict[str, list[dict[str, Any]]]:
+def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: str) -> dict[str, list[dict[str, Any]]]:
     """Every object of the RDMA networking add-on, grouped by what must exist first.
 
     `policy`: NicClusterPolicy and (SR-IOV) node policies, created once the operator's CRDs are
     in; `pools`: nv-ipam pools, created once nv-ipam runs; `networks`: what pods attach to;
     `plugin`: our PVRDMA device plugin.
     """
-    plan = rdma_plan(lab)
-    nodes = worker_nodes(lab)
-    static = ib_write_bw_addresses(lab) if lab.addons.jobs.ib_write_bw else []
+    plan = rdma_plan(addons)
+    nodes = list(addons.jobs.nodes)
+    static = list(addons.jobs.ib_write_bw_addresses) if addons.jobs.ib_write_bw else []
     out: dict[str, list[dict[str, Any]]] = {"policy": [nic_cluster_policy(openshift)], "pools": [],
                                             "networks": [], "plugin": []}
     if plan.mode == "pvrdma":
-        pool = pod_pool(lab)
+        pool = addons.network.pod_pool
         if pool is None:  # check() reports a missing pool before anything is built
             raise ValueError("addons.network.podPool: no pod address pool on the RDMA network")
         out["pools"].append(ip_pool("rdma-pool", pool, nodes, static))
-        master = lab.addons.network.interface
+        master = addons.network.interface
         out["networks"] += [
             network_attachment(PVRDMA_NETWORK, workload_namespace, macvlan_config(
                 PVRDMA_NETWORK, master, plan.mtu, {"type": "nv-ipam", "poolName": "rdma-pool"})),
@@ -271,14 +267,14 @@ def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) 
             out["plugin"].append(privileged_scc_binding("rdma-shared-dp-privileged", NAMESPACE,
                                                         f"rdma-shared-dp-{PVRDMA_RESOURCE}"))
         return out
-    sriov = lab.addons.network.sriov
-    for rail in sriov.rails:
+    net = addons.network
+    for rail in net.rails:
         pool_name = f"{rail.network_name}-pool"
-        out["policy"].append(sriov_node_policy(rail, sriov.num_vfs))
+        out["policy"].append(sriov_node_policy(rail, net.num_vfs))
         out["pools"].append(ip_pool(pool_name, ipaddress.IPv4Network(rail.cidr), nodes, static))
         out["networks"].append(sriov_network(rail.network_name, rail, workload_namespace,
                                              {"type": "nv-ipam", "poolName": pool_name}))
-    out["networks"].append(sriov_network(plan.static_network, sriov.rails[0], workload_namespace,
+    out["networks"].append(sriov_network(plan.static_network, net.rails[0], workload_namespace,
                                          {"type": "static"}, static=True))
     return out
 
@@ -286,15 +282,15 @@ def network_manifests(lab: AddonsLab, openshift: bool, workload_namespace: str) 
 # ---------------------------------------------------------------- resources
 
 
-def deploy_network(kube: Kube, lab: AddonsLab, workload_namespace: str,
+def deploy_network(kube: Kube, addons: AddonsPlan, workload_namespace: str,
                    after: list[pulumi.Resource | None]) -> list[pulumi.Resource]:
     """The network operator and the RDMA networks; returns what pods on them must wait for."""
-    plan = rdma_plan(lab)
+    plan = rdma_plan(addons)
     ns = kube.namespace("network-operator-namespace", NAMESPACE)
     release = helm_release(kube, "network-operator", versions.NETWORK_OPERATOR, NAMESPACE,
-                           network_operator_values(nfd_source(lab) == "networkOperator", plan.mode == "sriov"),
+                           network_operator_values(addons.nfd_source == "networkOperator", plan.mode == "sriov"),
                            depends_on=[ns, *after])
-    manifests = network_manifests(lab, kube.openshift, workload_namespace)
+    manifests = network_manifests(addons, kube.openshift, workload_namespace)
     ready: list[pulumi.Resource] = []
     policies = [kube.register(role_of(m), m, [release]) for m in manifests["policy"]]
     pools = [kube.register(role_of(m), m, policies) for m in manifests["pools"]]

@@ -11,34 +11,34 @@ from __future__ import annotations
 import json
 
 from components.addons import versions
-from components.addons.config import AddonsLab, network_mode, worker_nodes
 from components.addons.gpu import render_gridd_conf
+from components.addons.plan import AddonsPlan
 
 REDACTED = "<redacted>"
 
 
-def render_versions(lab: AddonsLab) -> str:
+def render_versions(addons: AddonsPlan) -> str:
     charts = {name: {"chart": c.chart, "repo": c.repo, "version": c.version}
               for name, c in (("nfd", versions.NFD), ("gpuOperator", versions.GPU_OPERATOR),
                               ("networkOperator", versions.NETWORK_OPERATOR))}
-    jobs = lab.addons.jobs
+    images = addons.jobs.images
     data = {
-        "enabled": lab.addons.enabled_map(),
+        "enabled": addons.enabled,
         "helmCharts": charts,
         "mpiOperatorManifest": versions.MPI_OPERATOR_MANIFEST,
         "networkOperatorComponents": f"{versions.NETWORK_OPERATOR_REPOSITORY}:{versions.NETWORK_OPERATOR_COMPONENTS}",
-        "vgpuGuestDriver": (lab.addons.gpu_operator.vgpu.version if lab.addons.gpu_operator.vgpu
-                            else None),
+        "vgpuGuestDriver": addons.gpu_operator.vgpu.version if addons.gpu_operator.vgpu else None,
         "bitfusion": f"{versions.BITFUSION_IMAGE_REPO} {versions.BITFUSION_K8S}",
-        "jobImages": jobs.images.model_dump(by_alias=True),
+        "jobImages": {"cuda": images.cuda, "ncclTests": images.nccl_tests, "perftest": images.perftest,
+                      "horovod": images.horovod},
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def render_report_thresholds(lab: AddonsLab) -> str:
-    nodes = worker_nodes(lab)
-    mode = network_mode(lab) if lab.addons.network.enabled else "off"
-    nics = len(lab.addons.network.sriov.rails) if mode == "sriov" else 1
+def render_report_thresholds(addons: AddonsPlan) -> str:
+    nodes = addons.jobs.nodes
+    mode = addons.network.mode if addons.network.enabled else "off"
+    nics = len(addons.network.rails) if mode == "sriov" else 1
     return (
         f"# make report LOGS=<dir> for this lab: {len(nodes)} worker node(s), RDMA network {mode}\n"
         f"python -m tools.report <dir> --link-gbps 100 --nics-per-node {nics} "
@@ -46,12 +46,12 @@ def render_report_thresholds(lab: AddonsLab) -> str:
     )
 
 
-def render_files(lab: AddonsLab) -> dict[str, str]:
+def render_files(addons: AddonsPlan) -> dict[str, str]:
     files = {
-        "addons/versions.json": render_versions(lab),
-        "addons/report-thresholds.txt": render_report_thresholds(lab),
+        "addons/versions.json": render_versions(addons),
+        "addons/report-thresholds.txt": render_report_thresholds(addons),
     }
-    gpu = lab.addons.gpu_operator
+    gpu = addons.gpu_operator
     if gpu.enabled and gpu.vgpu is not None:
         files["addons/licensing/gridd.conf"] = render_gridd_conf(gpu.licensing)
         if gpu.licensing.mode == "nls":

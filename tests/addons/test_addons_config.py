@@ -7,15 +7,9 @@ import copy
 import pytest
 from addons_harness import ALL_JOBS, LAB_ADDONS, VSPHERE, full_addons
 
-from components.addons.config import (
-    AddonsConfig,
-    ib_write_bw_addresses,
-    network_mode,
-    pod_pool,
-    registry_auth_problems,
-    required_secrets,
-    worker_nodes,
-)
+from components.addons.model import AddonsConfig
+from components.addons.plan import ib_write_bw_addresses, network_mode, pod_pool, worker_nodes
+from components.addons.rules import registry_auth_problems, required_secrets
 from components.config import load_lab
 from components.model import ConfigError
 

@@ -12,10 +12,10 @@ from addons_harness import LAB_ADDONS, VSPHERE, full_addons, token_archive
 
 from components.addons import versions
 from components.addons.bitfusion import benchmark_command, bitfusion_wrap, client_config, sidecar_config, unpack_tokens
-from components.addons.config import Licensing
 from components.addons.gpu import render_gridd_conf
 from components.addons.jobs import ib_write_bw_command
 from components.addons.mpi import mpirun
+from components.addons.plan import addons_plan
 from components.addons.rdma import macvlan_config, per_node_block, rdma_shared_device_config
 from components.addons.render import render_files
 from components.config import load_lab
@@ -63,9 +63,14 @@ def test_bad_tokens_archive_says_what_to_set(value, words):
 
 
 def test_gridd_conf_for_nls_and_the_legacy_server():
-    nls = render_gridd_conf(Licensing())
+    def licensing(**raw):
+        gpu = {"enabled": True, "vgpu": {"repository": "registry.lab.local:5000/nvidia"}, "licensing": raw}
+        lab = load_lab({"vsphere": copy.deepcopy(VSPHERE), "addons": {"gpuOperator": gpu}})
+        return addons_plan(lab.plan.addons).gpu_operator.licensing
+
+    nls = render_gridd_conf(licensing())
     assert "FeatureType=1" in nls.splitlines() and "ServerAddress" not in nls
-    legacy = render_gridd_conf(Licensing(mode="legacy", server_address="172.16.7.5"))
+    legacy = render_gridd_conf(licensing(mode="legacy", serverAddress="172.16.7.5"))
     assert {"FeatureType=1", "ServerAddress=172.16.7.5", "ServerPort=7070"} <= set(legacy.splitlines())
 
 
@@ -116,7 +121,7 @@ def test_webhook_configuration_files_parse():
 
 def test_render_files_of_the_lab():
     lab = load_lab({"vsphere": copy.deepcopy(VSPHERE), "addons": copy.deepcopy(LAB_ADDONS)})
-    files = render_files(lab.plan.addons)
+    files = render_files(addons_plan(lab.plan.addons))
     assert set(files) == {"addons/versions.json", "addons/report-thresholds.txt", "addons/licensing/gridd.conf",
                           "addons/licensing/client_configuration_token.tok"}
     assert files["addons/licensing/client_configuration_token.tok"].strip() == "<redacted>"
@@ -130,10 +135,10 @@ def test_render_files_of_the_lab():
 
 def test_render_files_without_addons_has_no_licensing():
     lab = load_lab({"vsphere": copy.deepcopy(VSPHERE)})
-    assert set(render_files(lab.plan.addons)) == {"addons/versions.json", "addons/report-thresholds.txt"}
+    assert set(render_files(addons_plan(lab.plan.addons))) == {"addons/versions.json", "addons/report-thresholds.txt"}
     bare = load_lab({"addons": full_addons(gpuOperator={"enabled": True}, bitfusion={"enabled": False},
                                            jobs={"nodes": ["gpu01", "gpu02"]})})
-    assert "--nics-per-node 2" in render_files(bare.plan.addons)["addons/report-thresholds.txt"]
+    assert "--nics-per-node 2" in render_files(addons_plan(bare.plan.addons))["addons/report-thresholds.txt"]
 
 
 def test_versions_are_pinned(full_run):

@@ -469,9 +469,7 @@ class CumulusStandIn(Server):
 
     @classmethod
     def start(cls, sshd: str, password: str) -> CumulusStandIn:
-        if str(ROOT / "tests" / "switch") not in sys.path:  # the switch tests' NVUE model
-            sys.path.insert(0, str(ROOT / "tests" / "switch"))
-        from switch_sim import CumulusBox
+        from switch_sim import CumulusBox  # the switch tests' NVUE model
 
         # readable by the switch user (a pytest tmp dir is root's alone); removed by stop(), or here
         # with the user and the sshd when the start fails

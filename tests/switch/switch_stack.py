@@ -14,7 +14,8 @@ import pulumi
 from switch_sim import Registration
 
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
-from components.switch.config import SwitchConfig, host_side
+from components.switch.model import SwitchConfig
+from components.switch.plan import SwitchPlan, switch_plan
 from tools.mockrun import LabMocks, RecordingMonitor, Run, run_under_mocks, unwrap_secrets
 
 COMMAND = "command:remote:Command"
@@ -56,15 +57,20 @@ class SwitchRun:
         return found
 
 
-def register(switches: list[SwitchConfig], passwords: dict[str, str] | None = None) -> SwitchRun:
-    """One SpectrumSwitch per switch, hosts as the bare-metal script sets them (host_side)."""
+def planned(raw: dict) -> SwitchPlan:
+    """A switch's facts from its stack-file entry, on bare metal (no vSphere section)."""
+    return switch_plan(SwitchConfig.model_validate(raw), None)
+
+
+def register(switches: list[SwitchPlan], passwords: dict[str, str] | None = None) -> SwitchRun:
+    """One SpectrumSwitch per switch, as __main__.py registers them."""
     passwords = passwords or {sw.name: f"pw-{sw.name}" for sw in switches}
     monitor = OptionsMonitor()
 
     def program() -> None:
         for sw in switches:
             SpectrumSwitch(sw.name, SpectrumSwitchArgs(
-                switch=sw, hosts=host_side(None, sw), password=pulumi.Output.secret(passwords[sw.name])))
+                switch=sw, password=pulumi.Output.secret(passwords[sw.name])))
 
     run_under_mocks(program, monitor)
     return SwitchRun(Run(resources=monitor.recorded, outputs={}, stack="lab"), monitor.requests)

@@ -8,7 +8,7 @@ import pytest
 
 from components.config import load_lab
 from components.model import ConfigError
-from components.switch.config import SN2700_BUFFER_KB, host_side
+from components.switch.model import SN2700_BUFFER_KB
 
 
 def problems(sections: dict) -> list[tuple[str, str]]:
@@ -60,7 +60,7 @@ def test_lab_stack_switch_is_valid_and_has_the_guides_settings(lab):
     cfg = load_lab(lab)
     (sw,) = cfg.switches
     assert (sw.name, sw.os) == ("sw01", "onyx")
-    assert sw.roce_ports() == ["1/1", "1/2", "1/3", "1/4"]
+    assert cfg.plan.switches[0].roce_ports == ["1/1", "1/2", "1/3", "1/4"]
     r = sw.roce
     assert (r.traffic_class, r.ecn_min_kb, r.ecn_max_kb) == (3, 150, 1500)
     assert (r.pfc_mode, r.pfc_priority, r.trust, r.mtu, r.buffer_kb) == ("lossless", 3, "dscp", 9216, 16384)
@@ -76,17 +76,17 @@ def test_defaults_are_the_guides(lab, sw):
 def test_rails_default_to_the_guides_vlans_111_and_112(lab):
     rails_switch(lab)
     cfg = load_lab(lab)
-    assert cfg.switches[1].rail_vlans() == [111, 112]
+    assert cfg.plan.switches[1].rail_vlans == [111, 112]
 
 
 def test_host_side_comes_from_vsphere_or_follows_the_switch_on_bare_metal(lab):
     lab["vsphere"]["networks"]["rdma"]["mtu"] = 9100
     lab["vsphere"]["vds"]["mtu"] = 9200
     cfg = load_lab(lab)
-    host = host_side(cfg.plan.vsphere, cfg.switches[0])
+    host = cfg.plan.switches[0].hosts
     assert (host.pfc_priority, host.trust, host.mtu, host.mtu_path) == (3, "dscp", 9200, "vsphere.vds.mtu")
     cfg = load_lab({"switches": lab["switches"]})  # bare metal: no vSphere (nor its VMs in openshift)
-    host = host_side(cfg.plan.vsphere, cfg.switches[0])
+    host = cfg.plan.switches[0].hosts
     assert (host.pfc_priority, host.trust, host.mtu) == (3, "dscp", 9000)
 
 

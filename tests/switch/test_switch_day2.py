@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 from switch_sim import CumulusBox, CumulusSwitch, Engine, OnyxSwitch, Outcome, Registration, ScriptFailed, Stored
-from switch_stack import register
+from switch_stack import planned, register
 
-from components.switch.config import SwitchConfig
-from components.switch.files import ONYX_ROLLBACK_FILE, render_apply, render_login_check, render_undo, undo_items
+from components.switch.dialects import ONYX_ROLLBACK_FILE
+from components.switch.files import render_apply, render_login_check, render_undo, undo_items
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -95,7 +95,7 @@ class Lab:
         self.dir = directory
 
     def registrations(self, raw: dict, password: str | None = None) -> list[Registration]:
-        sw = SwitchConfig.model_validate(raw)
+        sw = planned(raw)
         return register([sw], {sw.name: password or self.password}).registrations(sw.name)
 
     def up(self, raw: dict | None = None, password: str | None = None) -> Outcome:
@@ -133,7 +133,7 @@ def edit(raw: dict, change) -> dict:
 
 def names(raw: dict) -> dict[str, str]:
     """Command name -> undo script of each item of a configuration."""
-    sw = SwitchConfig.model_validate(raw)
+    sw = planned(raw)
     return {(f"{sw.name}-config" if i == 0 else f"{sw.name}-undo-{item.key}"): render_undo(sw, item)
             for i, item in enumerate(undo_items(sw))}
 
@@ -150,7 +150,7 @@ def lab(request, tmp_path) -> Lab:
 
 
 def test_day_one_applies_once_and_the_undo_holders_run_nothing(lab, tmp_path):
-    sw = SwitchConfig.model_validate(lab.raw)
+    sw = planned(lab.raw)
     regs = lab.registrations(lab.raw)
     assert [r.name for r in regs][:2] == [f"{sw.name}-apply", f"{sw.name}-config"]
     assert lab.switch.sessions == [render_apply(sw)]
@@ -171,7 +171,7 @@ def test_ecn_change_replaces_only_the_apply(lab, tmp_path):
     name = changed["name"]
     assert outcome.error is None and outcome.changed() == {f"{name}-apply": "replace"}
     assert [(e.resource, e.operation) for e in outcome.executed] == [(f"{name}-apply", "create")]
-    assert lab.switch.sessions[sessions:] == [render_apply(SwitchConfig.model_validate(changed))]
+    assert lab.switch.sessions[sessions:] == [render_apply(planned(changed))]
     assert lab.switch.config() == fresh(changed, tmp_path / "fresh")
 
 
@@ -224,7 +224,7 @@ def test_password_rotation_applies_nothing(lab):
     name = lab.raw["name"]
     assert outcome.error is None
     assert set(outcome.steps.values()) == {"update"}
-    sw = SwitchConfig.model_validate(lab.raw)
+    sw = planned(lab.raw)
     assert [(e.resource, e.operation, e.script) for e in outcome.executed] == \
         [(f"{name}-apply", "update", render_login_check(sw))]
     assert lab.switch.config() == before
@@ -308,7 +308,7 @@ def test_switch_leaving_the_stack_undoes_everything_newest_first_one_at_a_time(l
 
 def one_command_state(lab: Lab) -> tuple[str, str]:
     """Put the lab where the one-Command design left it: its apply run, its `<switch>-config` stored."""
-    sw = SwitchConfig.model_validate(lab.raw)
+    sw = planned(lab.raw)
     apply = (FIXTURES / f"one-command-{sw.name}.{sw.os}.conf").read_text()
     revert = (FIXTURES / f"one-command-{sw.name}.{sw.os}.revert").read_text()
     lab.switch.execute(apply, {"password": lab.password})
@@ -334,7 +334,7 @@ def test_upgrade_from_one_command_never_runs_the_full_revert(raw, tmp_path):
     assert [(e.resource, e.operation) for e in outcome.executed] == [(f"{name}-apply", "create")]
     assert old_revert not in [e.script for e in outcome.executed]
     stored = lab.engine.state[f"{name}-config"].inputs
-    sw = SwitchConfig.model_validate(raw)
+    sw = planned(raw)
     assert stored["delete"] == render_undo(sw, undo_items(sw)[0]) and "create" not in stored
     assert stored["triggers"] == old_triggers  # kept by ignore_changes, never compared again
     if sw.os == "cumulus":

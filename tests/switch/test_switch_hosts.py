@@ -69,7 +69,7 @@ def test_baremetal_script_sets_each_rail_interface(fake_node, lab_sections):
                             {"subnet": "10.10.12.0/24", "ports": ["swp2"], "hostInterface": "enp132s0"}]},
     })
     lab = load_lab(lab_sections)
-    script = render_files(lab.switches, lab.plan.vsphere)["switch/hosts-baremetal.sh"]
+    script = render_files(list(lab.plan.switches))["switch/hosts-baremetal.sh"]
     done = run_script(fake_node, script)
     assert done.returncode == 0, done.stderr
     assert calls(fake_node) == [

@@ -2,7 +2,7 @@
 
 Most tests build only the switch components (as __main__.py does) so they do not depend on the
 other sections; the lab-stack tests run the whole program with run_program. The rules the options
-serve come from pulumi-command v1.2.1 (tests/switch/switch_sim.py cites them; test_switch_day2.py
+serve come from pulumi-command v1.2.1 (tests/switch_sim.py cites them; test_switch_day2.py
 plays them out).
 """
 
@@ -21,6 +21,7 @@ from components.config import load_lab
 from components.ssh.host_key import render_host_key_check
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.switch.files import apply_digest, render_apply, render_login_check, render_undo, undo_items
+from components.switch.plan import switch_plan
 from tools.mockrun import LabMocks, RecordingMonitor, Run, run_program, run_under_mocks
 
 SWITCH = "gpu-lab:switch:SpectrumSwitch"
@@ -54,9 +55,8 @@ def run_switches(config: dict, passwords: dict[str, str] | None = None) -> Run:
     monitor = RecordingMonitor(LabMocks())
 
     def program() -> None:
-        for sw in lab.switches:
-            SpectrumSwitch(sw.name, SpectrumSwitchArgs(
-                switch=sw, hosts=lab.plan.switch_hosts(sw), password=pulumi.Output.secret(passwords[sw.name])))
+        for sw in lab.plan.switches:
+            SpectrumSwitch(sw.name, SpectrumSwitchArgs(switch=sw, password=pulumi.Output.secret(passwords[sw.name])))
 
     run_under_mocks(program, monitor)
     return Run(resources=monitor.recorded, outputs={}, stack="lab")
@@ -73,7 +73,7 @@ def commands_of(run, switch: str) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def lab_switch():
-    sw = lab_of(builders.lab_stack()).switches[0]
+    sw = switch_plan(lab_of(builders.lab_stack()).switches[0], None)  # the hosts as on bare metal
     return sw, register([sw], {"sw01": "onyx-Pa55-7f3a"})
 
 

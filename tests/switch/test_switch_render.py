@@ -10,28 +10,35 @@ import subprocess
 import pytest
 from required_tools import require_tool
 from switch_sim import CumulusBox, CumulusSwitch, OnyxSwitch, expand_nvue_interfaces, expand_onyx_ports, nvue_args
+from switch_stack import planned
 
 from components.config import load_lab
-from components.switch.config import SwitchConfig
+from components.switch.dialects import ONYX_ROLLBACK_FILE, Item, nvue_port_list, onyx_port_ranges
 from components.switch.files import (
-    ONYX_ROLLBACK_FILE,
-    Item,
     apply_digest,
-    nvue_port_list,
-    onyx_port_ranges,
     render_apply,
     render_login_check,
     render_revert,
     render_undo,
     undo_items,
 )
+from components.switch.model import SwitchConfig
+from components.switch.plan import SwitchPlan, switch_plan
 from components.switch.render import render_files
 
+# Each named switch's validated config, for the tests that edit it and plan it again.
+CONFIGS: dict[str, SwitchConfig] = {}
 
-def switch(**over) -> SwitchConfig:
+
+def raw_of(sw: SwitchPlan) -> dict:
+    return CONFIGS[sw.name].model_dump(by_alias=True)
+
+
+def switch(**over) -> SwitchPlan:
     raw = {"name": "sw", "os": "onyx", "managementAddress": "10.0.0.2", "ports": {"hosts": ["1/1", "1/2", "1/3"]}}
     raw.update(over)
-    return SwitchConfig.model_validate(raw)
+    CONFIGS[raw["name"]] = SwitchConfig.model_validate(raw)
+    return switch_plan(CONFIGS[raw["name"]], None)
 
 
 LAB_LIKE = switch(name="sw01", ports={"hosts": ["1/1", "1/2", "1/3", "1/4"]})
@@ -57,20 +64,20 @@ CUMULUS = [CUMULUS_RAILS, CUMULUS_LOSSY_PCP]
 ALL = ONYX + CUMULUS
 
 
-def expected_vlans(sw: SwitchConfig) -> dict[str, int]:
-    return {port: vlan for rail, vlan in zip(sw.ports.rails, sw.rail_vlans(), strict=True) for port in rail.ports}
+def expected_vlans(sw: SwitchPlan) -> dict[str, int]:
+    return {port: rail.vlan for rail in sw.rails for port in rail.ports}
 
 
 # ---------------------------------------------------------------- every item, spelled out
 
 
-def expected_items(sw: SwitchConfig) -> dict[str, tuple[list[str], list[str]]]:
+def expected_items(sw: SwitchPlan) -> dict[str, tuple[list[str], list[str]]]:
     """key -> (apply lines, undo lines) with interfaces spelled out, written from the switch OSes'
     command references independently of the renderer."""
     r = sw.roce
     lossless = r.pfc_mode == "lossless"
     tc, prio = r.traffic_class, r.pfc_priority
-    ports = sw.roce_ports()
+    ports = sw.roce_ports
     vlans = expected_vlans(sw)
     want: dict[str, tuple[list[str], list[str]]] = {}
     if sw.os == "onyx":
@@ -80,7 +87,7 @@ def expected_items(sw: SwitchConfig) -> dict[str, tuple[list[str], list[str]]]:
             want["pfc"] = (["dcb priority-flow-control enable force"], ["no dcb priority-flow-control enable force"])
             want[f"pfc-priority-{prio}"] = ([f"dcb priority-flow-control priority {prio} enable"],
                                             [f"no dcb priority-flow-control priority {prio} enable"])
-        for vlan in sw.rail_vlans():
+        for vlan in sw.rail_vlans:
             want[f"vlan-{vlan}"] = ([f"vlan {vlan}", "exit"], [f"no vlan {vlan}"])
         for p in ports:
             eth, key = f"interface ethernet {p}", f"port-{p.replace('/', '-')}"
@@ -109,7 +116,7 @@ def expected_items(sw: SwitchConfig) -> dict[str, tuple[list[str], list[str]]]:
         want["pfc"] = ([f"nv set {pfc} tx enable", f"nv set {pfc} rx enable"], [f"nv unset {pfc} tx", f"nv unset {pfc} rx"])
         want[f"pfc-priority-{prio}"] = ([f"nv set {pfc} switch-priority {prio}"],
                                         [f"nv unset {pfc} switch-priority {prio}"])
-    for vlan in sw.rail_vlans():
+    for vlan in sw.rail_vlans:
         want[f"vlan-{vlan}"] = ([f"nv set bridge domain br_default vlan {vlan}"],
                                 [f"nv unset bridge domain br_default vlan {vlan}"])
     for p in ports:
@@ -120,14 +127,14 @@ def expected_items(sw: SwitchConfig) -> dict[str, tuple[list[str], list[str]]]:
     return want
 
 
-def item_apply_lines(sw: SwitchConfig, item: Item) -> list[str]:
+def item_apply_lines(sw: SwitchPlan, item: Item) -> list[str]:
     if item.port is None:
         return list(item.apply)
     prefix = f"interface ethernet {item.port}" if sw.os == "onyx" else f"nv set interface {item.port}"
     return [f"{prefix} {line}" for line in item.apply]
 
 
-def undo_body(sw: SwitchConfig, item: Item) -> list[str]:
+def undo_body(sw: SwitchPlan, item: Item) -> list[str]:
     """The undo script's lines between the OS's opening and closing lines."""
     lines = render_undo(sw, item).splitlines()
     if sw.os == "onyx":
@@ -163,11 +170,11 @@ def test_item_keys_and_order_for_a_rail_switch():
 def test_a_changed_value_changes_the_apply_never_an_undo():
     """MTU, ECN thresholds, trust and a rail port's VLAN are values: same keys, same undo scripts."""
     base = {item.key: render_undo(CUMULUS_RAILS, item) for item in undo_items(CUMULUS_RAILS)}
-    raw = CUMULUS_RAILS.model_dump(by_alias=True)
+    raw = raw_of(CUMULUS_RAILS)
     raw["roce"].update(mtu=9000, ecnMinKb=100, ecnMaxKb=1200, trust="pcp")
     raw["ports"]["rails"][1]["ports"].remove("swp4")
     raw["ports"]["rails"][0]["ports"].append("swp4")  # swp4 moves from rail 112 to rail 111
-    changed = SwitchConfig.model_validate(raw)
+    changed = planned(raw)
     assert {item.key: render_undo(changed, item) for item in undo_items(changed)} == base
     assert render_apply(changed) != render_apply(CUMULUS_RAILS)
 
@@ -229,10 +236,10 @@ def test_onyx_apply_sets_every_setting_on_every_roce_port(sw):
     glob, ports = parse_onyx(render_apply(sw))
     roce = sw.roce
     lossless = roce.pfc_mode == "lossless"
-    assert set(ports) == set(sw.roce_ports())
+    assert set(ports) == set(sw.roce_ports)
     assert glob["pfc"] is lossless
     assert glob["pfc_priorities"] == ({roce.pfc_priority} if lossless else set())
-    assert glob["vlans"] == sw.rail_vlans()
+    assert glob["vlans"] == sw.rail_vlans
     vlans = expected_vlans(sw)
     for port, s in ports.items():
         assert s["mtu"] == {"mtu": str(roce.mtu)}
@@ -294,10 +301,10 @@ def test_cumulus_apply_stages_every_setting(sw):
     }
     if roce.pfc_mode == "lossless":
         want |= {(*pfc, "switch-priority", prio), (*pfc, "tx", "enable"), (*pfc, "rx", "enable")}
-    want |= {("interface", port, "link", "mtu", str(roce.mtu)) for port in sw.roce_ports()}
+    want |= {("interface", port, "link", "mtu", str(roce.mtu)) for port in sw.roce_ports}
     for port, vlan in expected_vlans(sw).items():
         want.add(("interface", port, "bridge", "domain", "br_default", "access", str(vlan)))
-    want |= {("bridge", "domain", "br_default", "vlan", str(v)) for v in sw.rail_vlans()}
+    want |= {("bridge", "domain", "br_default", "vlan", str(v)) for v in sw.rail_vlans}
     assert got == want
     assert "nv set interface swp1-4,swp6s1,swp10 link mtu 9216" in render_apply(CUMULUS_RAILS).splitlines()
 
@@ -351,7 +358,7 @@ def onyx_baseline() -> OnyxSwitch:
     return OnyxSwitch(running=set(ONYX_BASELINE), saved=set(ONYX_BASELINE))
 
 
-def onyx_with(sw: SwitchConfig, items: list[Item]) -> OnyxSwitch:
+def onyx_with(sw: SwitchPlan, items: list[Item]) -> OnyxSwitch:
     """The baseline switch after one session that applies exactly `items`."""
     box = onyx_baseline()
     box.run("\n".join(["enable", "configure terminal", *(ln for i in items for ln in item_apply_lines(sw, i)),
@@ -368,7 +375,7 @@ def run_linear_nvue(box: CumulusSwitch, script: str) -> None:
             box.nv(args)
 
 
-def cumulus_with(sw: SwitchConfig, items: list[Item]) -> CumulusSwitch:
+def cumulus_with(sw: SwitchPlan, items: list[Item]) -> CumulusSwitch:
     box = CumulusSwitch(applied=set(CUMULUS_BASELINE))
     for item in items:
         for line in item_apply_lines(sw, item):
@@ -461,9 +468,9 @@ def test_an_undo_missing_one_line_leaves_something_behind(sw, dropped):
 def test_onyx_failed_apply_leaves_the_saved_config_and_one_command_restores_the_running_one():
     box = onyx_with(LAB_LIKE, undo_items(LAB_LIKE))
     before = box.snapshot()
-    raw = LAB_LIKE.model_dump(by_alias=True)
+    raw = raw_of(LAB_LIKE)
     raw["roce"].update(mtu=9100, ecnMaxKb=1400)  # the MTU lines come before the refused ECN line
-    changed = SwitchConfig.model_validate(raw)
+    changed = planned(raw)
     box.fail_on = "congestion-control"
     with pytest.raises(ValueError):
         box.run(render_apply(changed))
@@ -505,11 +512,11 @@ def test_nvue_port_list():
 
 @pytest.mark.parametrize("sw", ALL, ids=lambda s: s.name)
 def test_rendering_is_deterministic_and_independent_of_port_order(sw):
-    raw = copy.deepcopy(sw.model_dump(by_alias=True))
+    raw = copy.deepcopy(raw_of(sw))
     raw["ports"]["hosts"] = list(reversed(raw["ports"]["hosts"]))
     for rail in raw["ports"]["rails"]:
         rail["ports"] = list(reversed(rail["ports"]))
-    shuffled = SwitchConfig.model_validate(raw)
+    shuffled = planned(raw)
     assert render_apply(sw) == render_apply(sw) == render_apply(shuffled)
     assert render_revert(sw) == render_revert(shuffled)
     assert undo_items(sw) == undo_items(shuffled)
@@ -532,13 +539,13 @@ def test_revert_file_lists_every_undo_newest_first():
 
 def test_render_files_for_the_lab(lab_sections):
     cfg = load_lab(lab_sections)
-    files = render_files(cfg.switches, cfg.plan.vsphere)
+    files = render_files(list(cfg.plan.switches))
     assert sorted(files) == ["switch/hosts-baremetal.sh", "switch/sw01.onyx.conf", "switch/sw01.onyx.revert"]
-    assert files["switch/sw01.onyx.conf"] == render_apply(cfg.switches[0])
-    assert files["switch/sw01.onyx.revert"] == render_revert(cfg.switches[0])
+    assert files["switch/sw01.onyx.conf"] == render_apply(cfg.plan.switches[0])
+    assert files["switch/sw01.onyx.revert"] == render_revert(cfg.plan.switches[0])
     assert all("<redacted>" not in text for text in files.values())
 
 
 def test_render_files_without_switches_is_empty(lab_sections):
     lab_sections.pop("switches")
-    assert render_files([], load_lab(lab_sections).plan.vsphere) == {}
+    assert render_files(list(load_lab(lab_sections).plan.switches)) == {}

@@ -6,7 +6,7 @@ sends (pulumi-command sends the Command's `create`/`delete` text the same way: o
 no terminal) reaches the switch's shell in SSH_ORIGINAL_COMMAND.
 
 - onyx: a tiny CLI reads the text line by line, records each line, and feeds it to the Onyx
-  model (tests/switch/switch_sim.py), which refuses unknown commands; state persists between
+  model (tests/switch_sim.py), which refuses unknown commands; state persists between
   sessions in a JSON file.
 - cumulus: bash runs the script, as on Cumulus Linux, with a fake `nv` first on PATH that records
   its arguments and drives the NVUE model.
@@ -30,25 +30,27 @@ import pytest
 import sshd_server
 from sshd_server import running_sshd
 from switch_sim import CumulusBox, CumulusSwitch, OnyxSwitch, nvue_args
+from switch_stack import planned
 
 from components.config import load_lab
-from components.switch.config import SwitchConfig
-from components.switch.files import ONYX_ROLLBACK_FILE, render_apply, render_login_check, render_undo, undo_items
+from components.switch.dialects import ONYX_ROLLBACK_FILE
+from components.switch.files import render_apply, render_login_check, render_undo, undo_items
+from components.switch.plan import SwitchPlan
 
-HERE = Path(__file__).resolve().parent
+SIM_DIR = Path(__file__).resolve().parent.parent  # tests/, where switch_sim.py is
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ssh_tools() -> dict[str, str]:
     return sshd_server.ssh_tools()
 
-CUMULUS = SwitchConfig.model_validate({
+CUMULUS_RAW = {
     "name": "cl-rails", "os": "cumulus", "managementAddress": "10.0.0.3", "user": "cumulus",
     "ports": {"hosts": ["swp10"], "rails": [{"subnet": "10.10.11.0/24", "ports": ["swp1", "swp2"]}]},
-})
+}
+CUMULUS = planned(CUMULUS_RAW)
 # Every undo is its own session: a one-port switch keeps their number small.
-ONYX_ONE_PORT = SwitchConfig.model_validate({"name": "sw-one", "os": "onyx", "managementAddress": "10.0.0.2",
-                                             "ports": {"hosts": ["1/1"]}})
+ONYX_ONE_PORT = planned({"name": "sw-one", "os": "onyx", "managementAddress": "10.0.0.2", "ports": {"hosts": ["1/1"]}})
 
 # The stand-in switch's programs. {python}, {dir} and {sim} are filled in at start-up; sshd
 # starts them with a clean environment, so the shell gives them PYTHONPATH (switch_sim.py). The
@@ -145,7 +147,7 @@ def switch_box(tmp_path_factory, ssh_tools):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "client_key", "-f", str(d / "client_key")],
                    check=True)
     (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    fill = {"python": sys.executable, "dir": str(d), "sim": str(HERE)}
+    fill = {"python": sys.executable, "dir": str(d), "sim": str(SIM_DIR)}
     nvue = CumulusBox(d / "cumulus")
     for path, text in ((d / "switch-shell", SWITCH_SHELL.format(**fill)),
                        (d / "onyx-cli", ONYX_CLI.format(**fill))):
@@ -173,8 +175,8 @@ def switch_box(tmp_path_factory, ssh_tools):
                                capture_output=True, timeout=10)
 
 
-def _lab_switch(lab_sections) -> SwitchConfig:
-    return load_lab(lab_sections).switches[0]
+def _lab_switch(lab_sections) -> SwitchPlan:
+    return load_lab(lab_sections).plan.switches[0]
 
 
 def _ok(switch_box, done: subprocess.CompletedProcess) -> None:
@@ -214,10 +216,10 @@ def test_onyx_failed_line_stops_the_session_and_the_saved_file_restores(switch_b
     switch_box.reset("onyx")
     _ok(switch_box, switch_box.send(render_apply(sw)))
     before = switch_box.onyx_state()
-    raw = sw.model_dump(by_alias=True)
+    raw = load_lab(lab_sections).switches[0].model_dump(by_alias=True)
     raw["roce"].update(mtu=9100, ecnMaxKb=1400)
     switch_box.fail_on("congestion-control")
-    done = switch_box.send(render_apply(SwitchConfig.model_validate(raw)))
+    done = switch_box.send(render_apply(planned(raw)))
     assert done.returncode != 0 and "invalid value" in done.stderr
     after = switch_box.onyx_state()
     assert after["saved"] == before["saved"] and after["running"] != before["running"]
@@ -279,11 +281,10 @@ def test_cumulus_change_that_loses_the_session_is_never_confirmed_and_rolls_back
     switch_box.reset("cumulus")
     _ok(switch_box, switch_box.send(render_apply(CUMULUS)))
     before = switch_box.nvue_state()
-    raw = CUMULUS.model_dump(by_alias=True)
-    raw["roce"]["mtu"] = 9100
+    raw = {**CUMULUS_RAW, "roce": {"mtu": 9100}}
     switch_box.fail_on("show system")  # the check after the apply gets no answer
     switch_box.clear_received()
-    done = switch_box.send(render_apply(SwitchConfig.model_validate(raw)))
+    done = switch_box.send(render_apply(planned(raw)))
     assert done.returncode != 0
     assert "nv config apply --confirm-yes" not in switch_box.received()
     assert switch_box.nvue_state().confirm_rollback == before.applied

@@ -30,14 +30,10 @@ SHIPPED = ("lab", "openshift", "sim")
 
 
 def _bitfusion_tokens() -> str:
-    """The add-on tests' token archive (tests/addons/addons_harness.py), which the Bitfusion Secret checks."""
-    import importlib.util
+    """The add-on tests' token archive (tests/addons_harness.py), which the Bitfusion Secret checks."""
+    from addons_harness import token_archive
 
-    spec = importlib.util.spec_from_file_location("addons_harness", ROOT / "tests" / "addons" / "addons_harness.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.token_archive()
+    return token_archive()
 
 
 def _test_stacks() -> dict[str, dict]:

@@ -70,6 +70,7 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
                secrets: dict[str, str | None] | None = None, kubeconfig: str | None = PLACEHOLDER) -> Run:
     """ClusterAddons alone under mocks; returns what it registered."""
     from components.addons.component import ClusterAddons, ClusterAddonsArgs
+    from components.addons.plan import addons_plan
 
     sections: dict[str, Any] = {"addons": copy.deepcopy(addons)}
     if vsphere is True:
@@ -85,7 +86,7 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
     def program() -> None:
         lab_secrets = LabSecrets(**{k: pulumi.Output.secret(v) for k, v in values.items() if v is not None})
         ClusterAddons("addons", ClusterAddonsArgs(
-            lab=addons_lab, secrets=lab_secrets,
+            addons=addons_plan(addons_lab), secrets=lab_secrets,
             kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None))
 
     run_under_mocks(program, monitor)
