@@ -74,9 +74,11 @@ import os
 import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pulumi.log
+import pulumi.runtime.resource
 import pulumi.runtime.stack
 from pulumi.output import Unknown as _Unknown
 from pulumi.runtime import config as _runtime_config
@@ -131,6 +133,9 @@ def resolved(output: Any) -> tuple[Any, bool]:
 SDK_DEBUG_ENV = "GPU_LAB_SDK_DEBUG"
 _sdk_wait_for_rpcs = pulumi.runtime.stack.wait_for_rpcs
 _sdk_log_debug = pulumi.log.debug
+_sdk_get_stack_trace = pulumi.runtime.resource._get_stack_trace
+PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
+"""The program's entry point: the stack trace sent with each registration starts here."""
 
 
 _warned_versions: set[str] = set()
@@ -171,6 +176,7 @@ def install_program_patches() -> bool:
     if installed != CHECKED_AGAINST["pulumi"]:
         pulumi.runtime.stack.wait_for_rpcs = _sdk_wait_for_rpcs
         pulumi.log.debug = _sdk_log_debug
+        pulumi.runtime.resource._get_stack_trace = _sdk_get_stack_trace
         if installed not in _warned_versions:
             _warned_versions.add(installed)
             pulumi.log.warn(
@@ -180,7 +186,23 @@ def install_program_patches() -> bool:
         return False
     pulumi.runtime.stack.wait_for_rpcs = _wait_for_rpcs
     pulumi.log.debug = _sdk_log_debug if os.environ.get(SDK_DEBUG_ENV) == "1" else _no_debug_log
+    pulumi.runtime.resource._get_stack_trace = _program_stack_trace
     return True
+
+
+def _program_stack_trace() -> Any:
+    """pulumi.runtime.resource._get_stack_trace without the frames below the program's entry point
+    (the language host, asyncio, the SDK's run loop): the engine stores each resource's stack trace in
+    the state, and those frames, a kilobyte a resource with this machine's paths, say nothing of where
+    the program registered it."""
+    trace = _sdk_get_stack_trace()
+    entry = PROGRAM.as_uri()
+    frames = trace.frames  # the topmost frame first
+    for index in range(len(frames) - 1, -1, -1):
+        if frames[index].pc.uri == entry:
+            del frames[index + 1:]
+            break
+    return trace
 
 
 def _no_debug_log(msg: str, resource: Any = None, stream_id: int | None = None, ephemeral: bool | None = None) -> None:
