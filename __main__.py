@@ -17,7 +17,14 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.identity import OUTPUT as IDENTITY_OUTPUT
-from components.identity import LabIdentity, guard_deployed, guard_provider, identity_digest, identity_of
+from components.identity import (
+    LabIdentity,
+    guard_deployed,
+    guard_provider,
+    identity_digest,
+    identity_of,
+    read_deployed_state,
+)
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
 from components.secrets import (
@@ -32,7 +39,7 @@ from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.dynamic import pyvmomi_provider
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
 from components.vsphere.roll import DEFAULT_DRAIN_TIMEOUT_S
-from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
+from components.vsphere.vms import VM_TYPE, LabVms, LabVmsArgs, vcenter_connection
 
 
 def main() -> None:
@@ -53,7 +60,8 @@ def main() -> None:
     # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take;
     # guard_deployed refuses it too before anything registers, where --target or --replace skip the check.
     identity = identity_of(lab)
-    guard_deployed("lab-identity", identity)
+    deployed = read_deployed_state()
+    guard_deployed("lab-identity", identity, deployed)
     LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
     pulumi.export(IDENTITY_OUTPUT, identity_digest(identity))
 
@@ -78,6 +86,7 @@ def main() -> None:
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             oc=lab.openshift.oc if lab.openshift else "oc",
             drain_timeout_s=lab.openshift.drain_timeout_s if lab.openshift else DEFAULT_DRAIN_TIMEOUT_S,
+            deployed_vms=deployed.names_of(VM_TYPE),
         ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("hostsPendingReboot", fabric.pending_reboot)

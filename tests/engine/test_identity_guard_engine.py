@@ -29,7 +29,8 @@ import pulumi
 from pathlib import Path
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.identity import OUTPUT, CLUSTER_KEYS, LabIdentity, guard_deployed, guard_provider, identity_digest
+from components.identity import (OUTPUT, CLUSTER_KEYS, LabIdentity, guard_deployed, guard_provider, identity_digest,
+                                 read_deployed_state)
 
 config = pulumi.Config("guard")
 cluster = {key: None for key in CLUSTER_KEYS}
@@ -38,7 +39,7 @@ identity = {"cluster": cluster, "vsphere": None, "bareMetal": {},
             "helper": {"address": config.require("helperAddress"), "port": config.require_int("helperPort"),
                        "user": "root"}}
 if config.get_bool("programGuard") is not False:
-    guard_deployed("lab-identity", identity)
+    guard_deployed("lab-identity", identity, read_deployed_state())
 LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=guard_provider()))
 pulumi.export(OUTPUT, identity_digest(identity))  # as __main__.py does: a deployed stack has outputs
 
