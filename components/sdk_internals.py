@@ -15,9 +15,11 @@ import sys
 import traceback
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pulumi.log
+import pulumi.runtime.resource
 import pulumi.runtime.stack
 from pulumi.output import Unknown as _Unknown
 from pulumi.runtime import rpc as _rpc
@@ -107,17 +109,21 @@ def widen_dynamic_provider_server(workers: int) -> bool:
 SDK_DEBUG_ENV = "GPU_LAB_SDK_DEBUG"
 _sdk_wait_for_rpcs = pulumi.runtime.stack.wait_for_rpcs
 _sdk_log_debug = pulumi.log.debug
+_sdk_get_stack_trace = pulumi.runtime.resource._get_stack_trace  # sdk/python/lib/pulumi/runtime/resource.py
+PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
+"""The program's entry point: the stack trace sent with each registration starts here."""
 _warned_versions: set[str] = set()
 
 
 def install_program_patches() -> bool:
-    """On the checked SDK version, swap in the linear Output wait and, unless GPU_LAB_SDK_DEBUG=1, silent
-    SDK debug logs (idempotent), and return True. On any other version leave the SDK as it is, warn once
-    (per process and version) and return False."""
+    """On the checked SDK version, swap in the linear Output wait, stack traces that start at the program
+    and, unless GPU_LAB_SDK_DEBUG=1, silent SDK debug logs (idempotent), and return True. On any other
+    version leave the SDK as it is, warn once (per process and version) and return False."""
     installed = sdk_version()
     if installed != CHECKED_AGAINST["pulumi"]:
         pulumi.runtime.stack.wait_for_rpcs = _sdk_wait_for_rpcs
         pulumi.log.debug = _sdk_log_debug
+        pulumi.runtime.resource._get_stack_trace = _sdk_get_stack_trace
         if installed not in _warned_versions:
             _warned_versions.add(installed)
             pulumi.log.warn(
@@ -127,7 +133,23 @@ def install_program_patches() -> bool:
         return False
     pulumi.runtime.stack.wait_for_rpcs = _wait_for_rpcs
     pulumi.log.debug = _sdk_log_debug if os.environ.get(SDK_DEBUG_ENV) == "1" else _no_debug_log
+    pulumi.runtime.resource._get_stack_trace = _program_stack_trace
     return True
+
+
+def _program_stack_trace() -> Any:
+    """pulumi.runtime.resource._get_stack_trace without the frames below the program's entry point
+    (the language host, asyncio, the SDK's run loop): the engine stores each resource's stack trace in
+    the state, and those frames, a kilobyte a resource with this machine's paths, say nothing of where
+    the program registered it."""
+    trace = _sdk_get_stack_trace()
+    entry = PROGRAM.as_uri()
+    frames = trace.frames  # the topmost frame first
+    for index in range(len(frames) - 1, -1, -1):
+        if frames[index].pc.uri == entry:
+            del frames[index + 1:]
+            break
+    return trace
 
 
 def _no_debug_log(msg: str, resource: Any = None, stream_id: int | None = None, ephemeral: bool | None = None) -> None:

@@ -336,6 +336,7 @@ def test_patches_apply_only_on_the_checked_sdk_version_else_the_sdks_own_run_wit
 
     monkeypatch.setattr(stack, "wait_for_rpcs", stack.wait_for_rpcs)  # restored after the test
     monkeypatch.setattr(pulumi.log, "debug", pulumi.log.debug)
+    monkeypatch.setattr(pulumi.runtime.resource, "_get_stack_trace", pulumi.runtime.resource._get_stack_trace)
     monkeypatch.delenv(sdk_internals.SDK_DEBUG_ENV, raising=False)
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda msg, *a, **k: warnings.append(msg))
@@ -344,6 +345,7 @@ def test_patches_apply_only_on_the_checked_sdk_version_else_the_sdks_own_run_wit
     assert sdk_internals.sdk_version() == sdk_internals.CHECKED_AGAINST["pulumi"]
     assert sdk_internals.install_program_patches() is True
     assert stack.wait_for_rpcs is sdk_internals._wait_for_rpcs and pulumi.log.debug is sdk_internals._no_debug_log
+    assert pulumi.runtime.resource._get_stack_trace is sdk_internals._program_stack_trace
     assert warnings == []
 
     monkeypatch.setattr(sdk_internals, "sdk_version", lambda: "3.999.0")
@@ -351,6 +353,7 @@ def test_patches_apply_only_on_the_checked_sdk_version_else_the_sdks_own_run_wit
     assert sdk_internals.install_program_patches() is False
     assert stack.wait_for_rpcs is sdk_internals._sdk_wait_for_rpcs
     assert pulumi.log.debug is sdk_internals._sdk_log_debug
+    assert pulumi.runtime.resource._get_stack_trace is sdk_internals._sdk_get_stack_trace
     assert len(warnings) == 1 and "pulumi 3.999.0 is installed" in warnings[0] \
         and sdk_internals.CHECKED_AGAINST["pulumi"] in warnings[0]
 
@@ -431,3 +434,38 @@ def test_one_line_errors_apply_only_in_the_provider_server_of_the_checked_sdk(mo
     except ValueError:
         assert "Traceback" in server.traceback.format_exc() and "ValueError: a bug" in server.traceback.format_exc()
     assert server.traceback.print_exc is traceback.print_exc  # everything else is the module's own
+
+
+def _traced(get_stack_trace):
+    """A registration's stack trace as the SDK takes it: three __init__ frames up from the call (Resource,
+    CustomResource, the concrete class; pulumi/runtime/resource.py `_get_stack_trace`), called from code
+    compiled as the program's entry point."""
+    class Resource:
+        def __init__(self) -> None:
+            self.trace = get_stack_trace()
+
+    class Custom(Resource):
+        def __init__(self) -> None:
+            super().__init__()
+
+    class Concrete(Custom):
+        def __init__(self) -> None:
+            super().__init__()
+
+    program: dict = {}
+    exec(compile("def register(make):\n    return make()\n", str(sdk_internals.PROGRAM), "exec"), program)
+    return [frame.pc.uri for frame in program["register"](lambda: Concrete()).trace.frames]
+
+
+def test_the_sdk_still_takes_stack_traces_from_the_frames_under_the_third_init():
+    frames = _traced(sdk_internals._sdk_get_stack_trace)
+    assert frames[0] == Path(__file__).as_uri()  # the lambda: the first frame under Concrete.__init__
+    assert sdk_internals.PROGRAM.as_uri() in frames and frames[-1] != sdk_internals.PROGRAM.as_uri()
+
+
+def test_the_stack_trace_sent_ends_at_the_program_entry_point():
+    # the frames below __main__.py (here pytest's; under the engine the language host's, asyncio's and the
+    # SDK's run loop) are not sent, so the state does not carry them
+    sdk, ours = _traced(sdk_internals._sdk_get_stack_trace), _traced(sdk_internals._program_stack_trace)
+    assert ours == sdk[:sdk.index(sdk_internals.PROGRAM.as_uri()) + 1]
+    assert len(ours) == 2 < len(sdk)

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pulumi
 
-from components.model import ConfigError, whole_numbers
+from components.model import ConfigError
 from tools.mockrun import PROJECT, Run, run_program
+from tools.program_model import whole_numbers
 from tools.stackfile import load_stack_config, offline_secrets
 
 

@@ -6,7 +6,9 @@ the same calls. Only the provider process imports it: the program never loads py
 
 from __future__ import annotations
 
+import hashlib
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -81,9 +83,17 @@ def session(server: str, user: str, password: str, *, port: int = 443, insecure:
     ``insecure`` skips TLS certificate checks (self-signed lab vCenters); otherwise the
     system trust store must know the vCenter certificate.
     """
+    si = _login(server, user, password, port=port, insecure=insecure)
+    try:
+        yield si
+    finally:
+        Disconnect(si)
+
+
+def _login(server: str, user: str, password: str, *, port: int, insecure: bool) -> Any:
     # An explicit context: without one pyVmomi skips verification for loopback addresses.
     context = None if insecure else ssl.create_default_context()
-    si = SmartConnect(
+    return SmartConnect(
         host=server,
         port=int(port),
         user=user,
@@ -92,10 +102,46 @@ def session(server: str, user: str, password: str, *, port: int = 443, insecure:
         disableSslCertValidation=bool(insecure),
         httpConnectionTimeout=_HTTP_TIMEOUT_S,
     )
+
+
+_SHARED_IDLE_CHECK_S = 60.0
+"""A shared session unused this long is asked whether vCenter still knows it before it is handed out
+(vCenter ends idle sessions, after 30 minutes by default)."""
+_shared: dict[tuple, list[Any]] = {}  # key -> [ServiceInstance, last used (monotonic)]
+_shared_lock = threading.Lock()
+
+
+@contextmanager
+def shared_session(server: str, user: str, password: str, *, port: int = 443, insecure: bool = False) -> Iterator[Any]:
+    """A logged-in ServiceInstance shared by every call of this process with the same endpoint and
+    credentials: the dynamic providers serve a lab's hundreds of resources from one process, and a login
+    each (TLS handshake, Login, Logout) cost more than the call it was for. pyVmomi's stub keeps a pool of
+    HTTP connections, so threads use one session at once. A session vCenter no longer knows is dropped
+    and the next call logs in again."""
+    key = (server, int(port), user, hashlib.sha256(password.encode()).hexdigest(), bool(insecure))
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is not None and time.monotonic() - entry[1] > _SHARED_IDLE_CHECK_S and not _alive(entry[0]):
+            del _shared[key]
+            entry = None
+        if entry is None:
+            entry = _shared[key] = [_login(server, user, password, port=port, insecure=insecure), time.monotonic()]
     try:
-        yield si
+        yield entry[0]
+    except vim.fault.NotAuthenticated:
+        with _shared_lock:
+            if _shared.get(key) is entry:
+                del _shared[key]
+        raise
     finally:
-        Disconnect(si)
+        entry[1] = time.monotonic()
+
+
+def _alive(si: Any) -> bool:
+    try:
+        return si.content.sessionManager.currentSession is not None
+    except Exception:  # noqa: BLE001 - any failure: log in again
+        return False
 
 
 def _inventory(si: Any, kind: type) -> list[Any]:

@@ -206,7 +206,7 @@ class _SettingProvider(ResourceProvider):
     def _session(self, props: dict[str, Any]):
         from components.dynamic import hostops
 
-        return hostops.session(
+        return hostops.shared_session(
             props["server"],
             props["user"],
             props["password"],

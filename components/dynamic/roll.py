@@ -301,8 +301,8 @@ class NodeRollProvider(ResourceProvider):
     def _session(self, props: dict[str, Any]) -> Iterator[Any]:
         from components.dynamic import hostops
 
-        with hostops.session(props["server"], props["user"], props["password"], port=int(props.get("port") or 443),
-                             insecure=bool(props.get("insecure"))) as si:
+        with hostops.shared_session(props["server"], props["user"], props["password"],
+                                    port=int(props.get("port") or 443), insecure=bool(props.get("insecure"))) as si:
             yield si
 
     def _live_on(self, state: dict[str, Any]) -> bool:

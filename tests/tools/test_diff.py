@@ -400,3 +400,21 @@ def test_a_dependency_change_alone_is_state_only():
     # a recording without dependencies (a baseline) is not read as a change
     unrecorded = res("job", "kubernetes:batch/v1:Job", {"spec": {}})
     assert diff.document(steps_between([node, unrecorded], [node, moved_to_provider]), "base", STACK)["stateOnly"] == []
+
+
+def test_the_harness_still_plans_the_last_release(tmp_path):
+    # `make diff BASE=v<last release>` plans that release's own components/ with this checkout's tools
+    # (tools/plan_tree.py): a harness that needs something the release's components lack fails there
+    import json
+    import subprocess
+    import sys
+
+    from tools.releases import releases
+
+    last = releases(REPO)[-1]
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", last.commit], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive.stdout, check=True)
+    planned = subprocess.run([sys.executable, str(REPO / "tools" / "plan_tree.py"), str(tmp_path), "lab"],
+                             cwd=tmp_path, capture_output=True, text=True)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert any(r["type"].startswith("vsphere:") for r in json.loads(planned.stdout))

@@ -39,6 +39,45 @@ def test_session_checks_certificates_unless_insecure(vcsim):
             pass
 
 
+def test_shared_session_logs_in_once_per_endpoint_and_user(vcsim, monkeypatch):
+    logins: list[str] = []
+    real_login = hostops._login
+    monkeypatch.setattr(hostops, "_login", lambda *a, **k: logins.append(a[1]) or real_login(*a, **k))
+    monkeypatch.setattr(hostops, "_shared", {})
+    sessions = []
+    for _ in range(3):
+        with hostops.shared_session(vcsim.server, vcsim.user, vcsim.password, port=vcsim.port, insecure=True) as si:
+            sessions.append(si.content.sessionManager.currentSession.key)
+    assert logins == [vcsim.user] and len(set(sessions)) == 1
+    with pytest.raises(vim.fault.InvalidLogin):  # other credentials: their own login, refused here
+        with hostops.shared_session(vcsim.server, vcsim.user, "not-the-password", port=vcsim.port, insecure=True):
+            pass
+
+
+def test_shared_session_logs_in_again_once_vcenter_ended_it(vcsim, monkeypatch):
+    monkeypatch.setattr(hostops, "_shared", {})
+    args = (vcsim.server, vcsim.user, vcsim.password)
+    with hostops.shared_session(*args, port=vcsim.port, insecure=True) as si:
+        first = si.content.sessionManager.currentSession.key
+        si.content.sessionManager.Logout()  # as vCenter does to an idle session
+    with pytest.raises(vim.fault.NotAuthenticated):  # in use when it ended: that call fails, and it is dropped
+        with hostops.shared_session(*args, port=vcsim.port, insecure=True) as si:
+            si.content.sessionManager.currentSession.userName  # noqa: B018
+    with hostops.shared_session(*args, port=vcsim.port, insecure=True) as si:
+        assert si.content.sessionManager.currentSession.key != first
+
+
+def test_shared_session_checks_an_idle_session_before_handing_it_out(vcsim, monkeypatch):
+    monkeypatch.setattr(hostops, "_shared", {})
+    monkeypatch.setattr(hostops, "_SHARED_IDLE_CHECK_S", 0.0)
+    args = (vcsim.server, vcsim.user, vcsim.password)
+    with hostops.shared_session(*args, port=vcsim.port, insecure=True) as si:
+        first = si.content.sessionManager.currentSession.key
+        si.content.sessionManager.Logout()
+    with hostops.shared_session(*args, port=vcsim.port, insecure=True) as si:
+        assert si.content.sessionManager.currentSession.key != first
+
+
 def test_session_rejects_a_wrong_password(vcsim):
     with pytest.raises(vim.fault.InvalidLogin):
         with hostops.session(vcsim.server, vcsim.user, "not-the-password", port=vcsim.port, insecure=True):

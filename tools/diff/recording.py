@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from components.model import whole_numbers
 from tools.diff.paths import DYNAMIC_TYPE, ROOT_STACK_TYPE, SECRET, _urn_type
 from tools.mockrun import Recorded, Run, unwrap_secrets
 from tools.plan import describe_assets
+from tools.program_model import whole_numbers
 
 # ---------------------------------------------------------------- recorded resources, comparable
 
