@@ -304,16 +304,17 @@ def test_patched_wait_is_linear_where_the_sdk_is_quadratic(monkeypatch):
         async def gated(i):
             await gates[i]
             if i + 1 < len(gates):
-                loop.call_soon(gates[i + 1].set_result, None)
+                # the next Output finishes a millisecond later, once the waiting loop has taken this one
+                # and waits again: one completion per wake-up, whatever order asyncio keeps its callbacks in
+                loop.call_later(0.001, gates[i + 1].set_result, None)
             return i
 
         for i in range(len(gates)):
             pulumi.Output.from_input(gated(i))
         loop.call_soon(gates[0].set_result, None)
 
-    # Up to three rounds: asyncio.wait walks its set of pending tasks in an order that depends on the
-    # process's hash seed, and in some processes one wake-up of the SDK's loop finds several Outputs
-    # done, so a single round can miss the quadratic case.
+    # CPU time, not wall time (the millisecond gaps are spent asleep); up to three rounds against a
+    # loaded machine.
     rounds = []
     for _ in range(3):
         seconds = {}
