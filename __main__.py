@@ -18,7 +18,7 @@ from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.addons.plan import addons_plan
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
-from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest
+from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest, read_deployed_state
 from components.dynamic.provider import GUARD, PYVMOMI, explicit_provider
 from components.dynamic.roll import DEFAULT_DRAIN_TIMEOUT_S
 from components.identity_rules import identity_of
@@ -34,7 +34,7 @@ from components.secrets import (
 )
 from components.switch.component import SpectrumSwitch, SpectrumSwitchArgs
 from components.vsphere.fabric import RoceFabric, RoceFabricArgs
-from components.vsphere.vms import LabVms, LabVmsArgs, vcenter_connection
+from components.vsphere.vms import VM_TYPE, LabVms, LabVmsArgs, vcenter_connection
 
 
 def main() -> None:
@@ -55,7 +55,8 @@ def main() -> None:
     # Its check refuses, during the preview `pulumi up` starts with, an edit a running lab cannot take;
     # guard_deployed refuses it too before anything registers, where --target or --replace skip the check.
     identity = identity_of(lab)
-    guard_deployed("lab-identity", identity)
+    deployed = read_deployed_state()
+    guard_deployed("lab-identity", identity, deployed)
     LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=explicit_provider(GUARD)))
     pulumi.export(IDENTITY_OUTPUT, identity_digest(identity))
 
@@ -79,6 +80,7 @@ def main() -> None:
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             oc=lab.openshift.oc if lab.openshift else "oc",
             drain_timeout_s=lab.openshift.drain_timeout_s if lab.openshift else DEFAULT_DRAIN_TIMEOUT_S,
+            deployed_vms=deployed.names_of(VM_TYPE),
         ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)
         pulumi.export("hostsPendingReboot", fabric.pending_reboot)

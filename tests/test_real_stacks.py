@@ -108,6 +108,32 @@ def test_make_diff_refuses_removing_a_middle_worker_of_the_lab(tmp_path):
     assert not (tmp_path / "out" / "diff.json").exists()
 
 
+def test_make_diff_plans_the_working_tree_on_top_of_the_lab_as_built(tmp_path):
+    # The program reads the deployed state (which nodes run and roll one after another); make diff hands
+    # it the base's: the unchanged lab changes nothing, not even a dependency, and a worker added at the
+    # end is created with a roll that waits for no other node's, the running nodes' chain as it was.
+    def diff(path):
+        out = tmp_path / path.stem
+        done = subprocess.run([sys.executable, "-m", "tools.diff", "--stack", "lab", "--stack-file", str(path),
+                               "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads((out / "diff.json").read_text())
+
+    unchanged = diff(REPO / REAL_STACKS["lab"])
+    assert unchanged["changes"] == [] and unchanged["stateOnly"] == []
+    stack = yaml.safe_load((REPO / REAL_STACKS["lab"]).read_text())
+    names = stack["config"]["gpu-lab:vsphere"]["workers"]["names"]
+    added = f"{names[-1]}x"
+    stack["config"]["gpu-lab:vsphere"]["workers"]["names"] = [*names, added]
+    path = tmp_path / "added" / REAL_STACKS["lab"]
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(stack, sort_keys=False))
+    document = diff(path)
+    assert {"op": "create", "name": f"vms-{added}-roll"}.items() <= next(
+        c for c in document["changes"] if c["name"] == f"vms-{added}-roll").items()
+    assert not [r for r in document["stateOnly"] if r["name"].endswith("-roll")]
+
+
 # ---------------------------------------------------------------- the counts the docs quote
 
 

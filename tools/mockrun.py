@@ -333,15 +333,16 @@ def run_program(
     secrets: Mapping[str, Any] | None = None,
     preview: bool = False,
     program_dir: Path | None = None,
-    deployed: Run | None = None,
+    deployed: Run | Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Run:
     """Run __main__.py's main() under mocks with the given config; return what it registered.
 
     `program_dir` holds the __main__.py to run (default: this checkout's); `make diff` runs an
     earlier commit's program with this harness.
 
-    `deployed`: an earlier run standing for the stack's last deployment (its resources' outputs are
-    what the program reads back from the state), as a lab that runs; default a stack never deployed.
+    `deployed`: the stack's last deployment, as a lab that runs: an earlier run (its resources' outputs
+    are what the program reads back from the state) or the state itself (URN -> {"type", "outputs"},
+    as the engine's readStackResourceOutputs returns it); default a stack never deployed.
 
     `config` maps "namespace:key" to values (objects allowed) as in a stack file. `secrets`
     maps secret keys to values; by default every secret key gets a placeholder. Entries of
@@ -358,8 +359,8 @@ def run_program(
 
     global runs_in_this_process
     runs_in_this_process += 1
-    state = {r.urn: {"type": r.type, "outputs": unwrap_secrets(r.outputs)}
-             for r in (deployed.resources if deployed else [])}
+    state = dict(deployed) if isinstance(deployed, Mapping) else {
+        r.urn: {"type": r.type, "outputs": unwrap_secrets(r.outputs)} for r in (deployed.resources if deployed else [])}
     monitor = RecordingMonitor(LabMocks(state))
     exports = _StackExports()
 
@@ -369,7 +370,7 @@ def run_program(
 
     # The program's own process relaxes the collector before its imports (components/runtime_tuning.py).
     with relaxed_gc(), engine_config(all_config, secret_keys):
-        program = _load_program(program_dir or REPO)
+        program = load_program(program_dir or REPO)
         run_under_mocks(run_main, monitor, stack=stack, preview=preview)
         registered = monitor.get_registered_resources()
         for recorded in monitor.recorded:
@@ -409,7 +410,8 @@ def _is_secure(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"secure"}
 
 
-def _load_program(root: Path):
+def load_program(root: Path):
+    """The __main__.py under `root` as a module (its imports done, main() not run)."""
     spec = importlib.util.spec_from_file_location("gpu_lab_program", root / "__main__.py")
     if spec is None or spec.loader is None:
         raise FileNotFoundError(f"no program at {root / '__main__.py'}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -74,12 +75,46 @@ class LabIdentity(Resource):
         super().__init__(_PROVIDER, name, {"kind": KIND, **identity}, opts)
 
 
-def guard_deployed(name: str, identity: Mapping[str, Any]) -> None:
+@dataclass(frozen=True)
+class DeployedState:
+    """What the stack's last deployment recorded, read once before anything registers."""
+
+    resources: Mapping[str, Mapping[str, Any]] | None
+    """URN -> {"type", "outputs"} (the engine's readStackResourceOutputs); None when it could not be read."""
+    deployed: bool
+    """False for a stack never deployed (nothing to protect, no node that runs)."""
+    problem: str = ""
+    """Why the state could not be read."""
+
+    def names_of(self, type_: str) -> frozenset[str] | None:
+        """The names of the deployed resources of `type_`; None when the state could not be read."""
+        if self.resources is None:
+            return None
+        return frozenset(urn.rsplit("::", 1)[-1] for urn, entry in self.resources.items()
+                         if (entry or {}).get("type") == type_)
+
+
+def read_deployed_state() -> DeployedState:
+    """The last deployment's resources and outputs; a failure to read is returned, not raised, so each
+    reader decides what is safe without it (the guard warns, the node rolls keep their order)."""
+    organization = pulumi.get_organization() or "organization"
+    stack = f"{organization}/{pulumi.get_project()}/{pulumi.get_stack()}"
+    try:
+        outputs = (pulumi.runtime.invoke(READ_OUTPUTS, {"name": stack}).value or {}).get("outputs") or {}
+        if not outputs:
+            return DeployedState({}, deployed=False)  # never deployed (or by a gpu-lab that exported nothing)
+        result = pulumi.runtime.invoke(READ_STATE, {"stackName": stack}).value or {}
+    except Exception as err:  # noqa: BLE001 - any failure to read: the readers' safe side, never a silent pass
+        return DeployedState(None, deployed=True, problem=f"reading the state of {stack}: {err}")
+    return DeployedState(dict(result.get("outputs") or {}), deployed=True)
+
+
+def guard_deployed(name: str, identity: Mapping[str, Any], state: DeployedState) -> None:
     """Refuse, before anything is registered, an edit the deployed lab cannot take: the identity the
     last deployment recorded (the `name` LabIdentity's state) against `identity`. Holds where the
     resource's check does not run (`--target`, `--replace`; see the module docstring). A deployment
     that recorded none (a new stack) has nothing to protect; an unreadable state is warned about."""
-    deployed, why = _deployed_identity(name)
+    deployed, why = _deployed_identity(name, state)
     if deployed is None:
         if why:
             pulumi.log.warn(f"lab-identity: the guard cannot read the deployed identity ({why}); only the preview's "
@@ -101,20 +136,14 @@ def identity_digest(identity: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _deployed_identity(name: str) -> tuple[dict[str, Any] | None, str]:
-    organization = pulumi.get_organization() or "organization"
-    stack = f"{organization}/{pulumi.get_project()}/{pulumi.get_stack()}"
-    try:
-        outputs = (pulumi.runtime.invoke(READ_OUTPUTS, {"name": stack}).value or {}).get("outputs") or {}
-        if not outputs:
-            return None, ""  # never deployed (or by a gpu-lab that exported nothing: the preview's check only)
-        result = pulumi.runtime.invoke(READ_STATE, {"stackName": stack}).value or {}
-    except Exception as err:  # noqa: BLE001 - any failure to read: warned, never a silent pass
-        return None, f"reading the state of {stack}: {err}"
-    resources = result.get("outputs") or {}
-    for urn, entry in resources.items():
+def _deployed_identity(name: str, state: DeployedState) -> tuple[dict[str, Any] | None, str]:
+    if state.resources is None:
+        return None, state.problem
+    if not state.deployed:
+        return None, ""  # the preview's check only
+    for urn, entry in state.resources.items():
         if urn.endswith(f"::{name}") and (entry or {}).get("type") == f"{DYNAMIC_PACKAGE}:dynamic:Resource":
             outputs = _plain((entry or {}).get("outputs") or {})
             if outputs.get("kind") == KIND:
                 return outputs, ""
-    return None, f"the stack's state has {len(resources)} resource(s) but no {name}"
+    return None, f"the stack's state has {len(state.resources)} resource(s) but no {name}"

@@ -499,7 +499,7 @@ _NODE_ROLL = NodeRollProvider()
 
 class NodeRoll(Resource):
     """The settings of one cluster node's VM that need it powered off, applied one node at a time
-    (module docstring). ``after`` is the previous node's NodeRoll: this one starts once it is done."""
+    (module docstring); components/vsphere/vms.py makes each running node's depend on the previous one's."""
 
     def __init__(
         self,

@@ -68,6 +68,10 @@ def split_vcenter_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+VM_TYPE = "vsphere:index/virtualMachine:VirtualMachine"
+"""pulumi-vsphere's VM resource type, as the state records it."""
+
+
 @dataclass(frozen=True)
 class LabVmsArgs:
     plan: LabVmsPlan
@@ -84,6 +88,9 @@ class LabVmsArgs:
     """The oc binary that drains and uncordons the nodes (gpu-lab:openshift.oc)."""
     drain_timeout_s: int = DEFAULT_DRAIN_TIMEOUT_S
     """How long a node's drain may take before its roll stops (gpu-lab:openshift.drainTimeoutS)."""
+    deployed_vms: frozenset[str] | None = None
+    """Names of the VMs the stack's last deployment has ({} for a new stack); None when unknown, and every
+    node's roll then waits for the previous node's."""
 
 
 # What powers a running cluster node's VM off to change it, and which the node's NodeRoll applies
@@ -222,8 +229,12 @@ class LabVms(pulumi.ComponentResource):
                                      opts=pulumi.ResourceOptions(parent=self, ignore_changes=["profile"],
                                                                  deleted_with=machine))
             if vm.role in CLUSTER_ROLES:
-                # One node after the other: each roll starts once the previous node's is done, and none
-                # starts after a failed one.
+                # One running node after the other: each roll starts once the previous one's is done, and
+                # none starts after a failed one. A node whose VM this deployment creates has nothing to
+                # roll (its VM is made as the stack says), so it neither waits nor is waited for: a chain
+                # through every new node would make a new lab's `up` take one engine step and two state
+                # checkpoints per node after its last VM.
+                running = args.deployed_vms is None or f"{name}-{vm.name}" in args.deployed_vms
                 roll = NodeRoll(
                     f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
                     cpus=vm.cpus, memory_mb=memory_mb,
@@ -232,8 +243,10 @@ class LabVms(pulumi.ComponentResource):
                     kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s,
                     opts=pulumi.ResourceOptions(
                         parent=self, deleted_with=machine,
-                        depends_on=[r for r in (vgpu, previous_roll) if r is not None]))
-                self.rolls[vm.name] = previous_roll = roll
+                        depends_on=[r for r in (vgpu, previous_roll if running else None) if r is not None]))
+                self.rolls[vm.name] = roll
+                if running:
+                    previous_roll = roll
             summary[vm.name] = pulumi.Output.from_input({
                 "role": vm.role,
                 "host": vm.host,

@@ -29,7 +29,7 @@ import pulumi
 from pathlib import Path
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from components.dynamic.guard import OUTPUT, LabIdentity, guard_deployed, identity_digest
+from components.dynamic.guard import OUTPUT, LabIdentity, guard_deployed, identity_digest, read_deployed_state
 from components.dynamic.provider import GUARD, explicit_provider
 from components.identity_rules import CLUSTER_KEYS
 
@@ -40,7 +40,7 @@ identity = {"cluster": cluster, "vsphere": None, "bareMetal": {},
             "helper": {"address": config.require("helperAddress"), "port": config.require_int("helperPort"),
                        "user": "root"}}
 if config.get_bool("programGuard") is not False:
-    guard_deployed("lab-identity", identity)
+    guard_deployed("lab-identity", identity, read_deployed_state())
 LabIdentity("lab-identity", identity, pulumi.ResourceOptions(provider=explicit_provider(GUARD)))
 pulumi.export(OUTPUT, identity_digest(identity))  # as __main__.py does: a deployed stack has outputs
 

@@ -36,6 +36,13 @@ class Planned:
     types: dict[str, str]
     options: dict[str, dict[str, Any]]
     outputs: dict[str, Any]
+    config: dict
+    secrets: dict | None
+
+    def on_top_of(self, base: Planned) -> Run:
+        """This config planned on the lab `base` built, as make diff plans it (the program reads the
+        deployed state: which nodes run, and roll one after another)."""
+        return run_program(self.config, secrets=self.secrets, deployed=base.run)
 
 
 @pytest.fixture
@@ -48,17 +55,19 @@ def plan():
                             "deleteBeforeReplace": bool(r.delete_before_replace), "aliases": list(r.aliases)}
                    for r in run.resources}
         return Planned(run, {r.name: r.plain() for r in run.resources}, {r.name: r.type for r in run.resources},
-                       options, run.outputs)
+                       options, run.outputs, config, secrets)
 
     return planned
 
 
-def engine_steps(base: Planned, new: Planned, types: tuple[str, ...] = ("vsphere:", DYNAMIC)) -> dict[str, str]:
+def engine_steps(base: Planned, new: Planned, types: tuple[str, ...] = ("vsphere:", DYNAMIC),
+                 on_top: bool = True) -> dict[str, str]:
     """What the engine would do to each resource of the given types that is not left as it is, as
     tools.diff tells it from the providers' rules (pulumi-vsphere's ForceNew inputs and reboot list,
-    our pyvmomi providers' own diff): create, delete, update (keys), reboot (keys), replace (keys)."""
+    our pyvmomi providers' own diff): create, delete, update (keys), reboot (keys), replace (keys).
+    `on_top` False: `new` as planned alone, for an edit the identity guard refuses on the lab."""
     steps = {}
-    for change in changes(base.run, new.run):
+    for change in changes(base.run, new.on_top_of(base) if on_top else new.run):
         if not change["type"].startswith(types) or change["name"] == "lab-identity":
             continue
         op, keys = change["op"], ",".join(change["keys"])
@@ -72,7 +81,7 @@ def engine_steps(base: Planned, new: Planned, types: tuple[str, ...] = ("vsphere
 
 def rolls(base: Planned, new: Planned) -> list[dict[str, Any]]:
     """diff.json's "rolls": the nodes a roll powers off and on, in the order they go."""
-    engine = Engine(snapshot(base.run), snapshot(new.run))
+    engine = Engine(snapshot(base.run), snapshot(new.on_top_of(base)))
     return [{k: roll[k] for k in ("effect", "nodes", "oneAtATime")} for roll in engine.rolls(engine.run())]
 
 
@@ -189,7 +198,9 @@ def test_remove_a_middle_worker_in_the_derived_form_moves_the_later_ones(plan):
     base = plan(vsphere_only(builders.lab_stack()))
     new = plan(vsphere_only(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names",
                                                 ["w01", "w03", "w04"])))
-    steps = engine_steps(base, new)
+    with pytest.raises(Exception, match="a running lab cannot take this edit"):
+        new.on_top_of(base)  # the program refuses it before anything registers
+    steps = engine_steps(base, new, on_top=False)
     assert steps["vms-w03"] == steps["vms-w04"] == "update hostSystemId"
     assert steps["vms-workers-spread-1"] == "update virtualMachineIds"
 

@@ -1,5 +1,6 @@
 """The program under Pulumi mocks with the test lab (tests/builders.py): the vSphere half."""
 
+import dataclasses
 
 import builders
 import pytest
@@ -122,17 +123,40 @@ def test_vgpu_profile_attached_to_each_worker(lab):
     assert all(r.plain()["vmId"].startswith("vm-") for r in vgpu.values())
 
 
-def test_every_cluster_node_rolls_after_the_previous_one(lab):
-    """One NodeRoll per control-plane and worker VM, each depending on the previous node's, so the engine
-    changes one node at a time and none after a failed one (components/dynamic/roll.py)."""
-    rolls = dynamic_of(lab, "vsphere-vm-roll")
+def _rolls_by_node(run):
+    return {r.plain()["vmName"]: r for r in dynamic_of(run, "vsphere-vm-roll")}
+
+
+def _waits_for_roll(roll) -> list[str]:
+    return [u for u in roll.dependencies if u.endswith("-roll")]
+
+
+def test_every_running_node_rolls_after_the_previous_one(lab):
+    """On a lab that runs, one NodeRoll per control-plane and worker VM, each depending on the previous
+    node's, so the engine changes one node at a time and none after a failed one (components/dynamic/roll.py)."""
+    running = run_program(builders.lab_stack(), deployed=lab)
+    rolls = dynamic_of(running, "vsphere-vm-roll")
     order = [r.plain()["vmName"] for r in rolls]
     assert order == ["m01", "m02", "m03", "w01", "w02", "w03", "w04"]
-    by_name = {r.plain()["vmName"]: r for r in rolls}
-    vgpus = {r.plain()["vmName"]: r.urn for r in dynamic_of(lab, "vsphere-vm-vgpu")}
+    by_name = _rolls_by_node(running)
     for before, node in zip(order, order[1:], strict=False):
-        assert by_name[before].urn in by_name[node].dependencies
-    assert not [u for u in by_name["m01"].dependencies if "-roll" in u]
+        assert _waits_for_roll(by_name[node]) == [by_name[before].urn]
+    assert _waits_for_roll(by_name["m01"]) == []
+
+
+def test_a_node_this_deployment_creates_joins_no_roll_chain(lab):
+    # its VM is made as the stack says: nothing to roll, so it neither waits for the running nodes nor
+    # makes them wait (a new lab's rolls all start as their VMs are ready)
+    assert all(_waits_for_roll(r) == [] for r in _rolls_by_node(lab).values())
+    without_w03 = dataclasses.replace(lab, resources=[r for r in lab.resources if r.name != "vms-w03"])
+    by_name = _rolls_by_node(run_program(builders.lab_stack(), deployed=without_w03))
+    assert _waits_for_roll(by_name["w03"]) == []
+    assert _waits_for_roll(by_name["w04"]) == [by_name["w02"].urn]
+
+
+def test_each_roll_holds_what_the_stack_asks_of_its_node(lab):
+    by_name = _rolls_by_node(lab)
+    vgpus = {r.plain()["vmName"]: r.urn for r in dynamic_of(lab, "vsphere-vm-vgpu")}
     for name in ("w01", "w02", "w03", "w04"):
         roll = by_name[name]
         assert vgpus[name] in roll.dependencies  # it finds the vGPU attached on day 1

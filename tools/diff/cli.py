@@ -142,9 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         fail_on = parse_fail_on(args.fail_on)
         commit = resolve_base(args.base)
+        # The working tree is planned on top of what the base built, as on the lab: the program reads
+        # the deployed state (the identity guard; which nodes run, and roll one after another). While
+        # the base plans in its subprocess, this process imports the working tree's program.
         with _Background(lambda: base_snapshot(commit, args.stack)) as base_job:
-            new = _plan_working_tree(args.stack, args.stack_file)
+            import_program()
             base = base_job.result()
+        new = _plan_working_tree(args.stack, args.stack_file, base)
     except BadInput as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -173,14 +177,24 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if hit or refused else 0
 
 
-def _plan_working_tree(stack: str, stack_file: Path | None = None) -> list[Planned]:
+def import_program() -> None:
+    """The working tree's program and the SDKs it imports, loaded ahead of its run."""
+    from tools.mockrun import REPO as CHECKOUT
+    from tools.mockrun import load_program
+
+    load_program(CHECKOUT)
+
+
+def _plan_working_tree(stack: str, stack_file: Path | None = None,
+                       base: list[Planned] | None = None) -> list[Planned]:
     from components.model import ConfigError
     from tools.mockrun import run_program
     from tools.stackfile import load_stack_config, offline_secrets
 
     try:
         config = load_stack_config(stack, stack_file)
-        return snapshot(run_program(config, stack=stack, secrets=offline_secrets(config)))
+        deployed = {r.urn: {"type": r.type, "outputs": r.outputs} for r in base or []}
+        return snapshot(run_program(config, stack=stack, secrets=offline_secrets(config), deployed=deployed))
     except ConfigError as err:
         raise BadInput(str(err)) from None
     except Exception as err:
@@ -190,7 +204,7 @@ def _plan_working_tree(stack: str, stack_file: Path | None = None) -> list[Plann
 
 
 class _Background:
-    """Runs a function on a thread (the base plan is a subprocess: it overlaps with the in-process plan)."""
+    """Runs a function on a thread (the base plan is a subprocess: it overlaps with this process's imports)."""
 
     def __init__(self, fn: Callable[[], Any]):
         import threading
