@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from components.config import LabConfig
 from components.model import AddressRange
 from components.vsphere.model import VsphereConfig
-from components.vsphere.plan import planned_hosts, planned_vms
+from components.vsphere.plan import planned_hosts, planned_vms, worker_placement
 
 IDENTITY_KEYS = ("kind", "cluster", "vsphere", "bareMetal", "helper", "switches")
 """The keys of an identity as the guard records it (identity_of's and the resource's kind)."""
@@ -307,7 +307,7 @@ def _positional(vs: VsphereConfig, role: str, attribute: str) -> bool:
     if role == "bootstrap" or (role == "control-plane" and attribute == "host"):
         return False
     if attribute == "host":
-        return vs.workers.hosts is None
+        return worker_placement(vs).drs == "spread"  # hosts by position: one removed moves the later ones
     group = vs.control_plane if role == "control-plane" else vs.workers
     plan = group.management_addresses if attribute == "managementAddress" else vs.workers.rdma_addresses
     return isinstance(plan, AddressRange)
