@@ -43,9 +43,10 @@ class SettingNotApplied(RuntimeError):
 
 
 # A failure is one line (sdk_internals patches the provider server's traceback for this error type),
-# and as many vSphere calls run at once as the engine sends (its --parallel), not the server's four.
+# and more vSphere calls run at once than the server's four. 128 threads, measured at 512 workers
+# (docs/benchmark.md, "At 512 workers"): 64 queued the vGPU profiles, 1024 starved this one process.
 one_line_errors_in_the_provider_server(VsphereOperationError)
-PROVIDER_SERVER_WORKERS = 64
+PROVIDER_SERVER_WORKERS = 128
 widen_dynamic_provider_server(PROVIDER_SERVER_WORKERS)
 
 
