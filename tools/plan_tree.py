@@ -36,10 +36,11 @@ def main(argv: list[str]) -> int:
 
     try:
         config = load_stack_config(stack, tree / f"Pulumi.{stack}.yaml")
-        run = run_program(config, stack=stack, secrets=offline_secrets(config), program_dir=tree)
+        secrets = offline_secrets(config)
+        run = run_program(config, stack=stack, secrets=secrets, program_dir=tree)
         # The lab as built and then updated once more: a program that reads the deployed state (which
         # nodes run) registers the same on every later update, so that is what a lab in use holds.
-        run = run_program(config, stack=stack, secrets=offline_secrets(config), program_dir=tree, deployed=run)
+        run = run_program(config, stack=stack, secrets=secrets, program_dir=tree, deployed=run)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
