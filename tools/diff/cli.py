@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -38,8 +39,16 @@ def parse_fail_on(text: str) -> list[str]:
     return words
 
 
+# A plain revision: a release, branch, tag or commit with ~ ^ @{} suffixes. No shell or git option
+# syntax: the value may come from a recorded stack tag, and git reads a leading '-' as an option.
+PLAIN_REVISION = re.compile(r"[A-Za-z0-9._/~^@{}+][A-Za-z0-9._/~^@{}+-]*")
+
+
 def resolve_base(ref: str) -> str:
     from tools.releases import UnknownRelease, resolve_release  # a tag, else release/releases.txt
+    if not PLAIN_REVISION.fullmatch(ref):
+        raise BadInput(f"BASE: {ref!r} is not a plain revision: a release (v0.1.0), HEAD, a branch, a tag or a "
+                       "commit, of letters, digits and . _ - / ~ ^ @ { } + and not starting with '-'")
     try:
         return resolve_release(ref, REPO)
     except UnknownRelease as err:
