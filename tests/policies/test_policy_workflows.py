@@ -5,7 +5,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -161,10 +160,16 @@ def test_the_preview_and_up_start_from_a_clean_runner():
         wipe = next(i for i, r in enumerate(runs) if 'find "$GITHUB_WORKSPACE" -mindepth 1' in r)
         home = next(i for i, r in enumerate(runs) if "PULUMI_HOME=" in r)
         assert wipe < checkout and home < checkout, name
-        assert re.search(r'home="\$RUNNER_TEMP/pulumi-home"', runs[home]) and 'rm -rf "$home"' in runs[home], name
         assert '>> "$GITHUB_ENV"' in runs[home], name
         assert steps[checkout]["with"]["persist-credentials"] is False, name
-        assert any(s.get("if") == "always()" and 'rm -rf "${PULUMI_HOME:?}"' in s.get("run", "") for s in steps), name
+        if name == "preview.yml":
+            assert re.search(r'home="\$RUNNER_TEMP/pulumi-home"', runs[home]) and 'rm -rf "$home"' in runs[home]
+            assert any(s.get("if") == "always()" and 'rm -rf "${PULUMI_HOME:?}"' in s.get("run", "") for s in steps)
+        else:
+            # up: the Pulumi home is one of the job's private directories, removed with them
+            # (tests/tools/test_up_steps.py runs both steps)
+            assert 'job=$(mktemp -d "$RUNNER_TEMP/' in runs[home] and 'echo "PULUMI_HOME=$job/' in runs[home]
+            assert steps[-1]["if"] == "always()" and 'rm -rf -- "$GPU_LAB_JOB_DIR"' in steps[-1]["run"]
 
 
 # ---------------------------------------------------------------- up: only main, only approved
@@ -185,46 +190,23 @@ def test_up_runs_only_from_main():
         assert (f"not from {ref}" in done.stderr) == refused
 
 
-def _environment_check():
-    """The up job's step that asks the GitHub API for the lab environment, and its Python."""
+# GitHub's REST API for GET /repos/{owner}/{repo}/environments/{name} and its deployment branch
+# policies ("REST API endpoints for deployment environments",
+# https://docs.github.com/en/rest/deployments/environments): tools/up_environment.py reads them,
+# tests/tools/test_up_steps.py holds its fixtures and runs the step against a local API.
+
+
+def test_up_checks_the_lab_environment_before_it_builds_anything():
     _, jobs = _load("up.yml")
     steps = jobs["up"]["steps"]
-    step = next(s for s in steps if "/environments/lab" in s.get("run", ""))
-    program = step["run"].split("<<'PY'\n", 1)[1].rsplit("PY\n", 1)[0]
-    return steps.index(step), step, program
-
-
-# The shape GitHub's REST API returns for GET /repos/{owner}/{repo}/environments/{name}
-# ("REST API endpoints for deployment environments", https://docs.github.com/en/rest/deployments/environments).
-PROTECTED = {"name": "lab", "protection_rules": [
-    {"id": 3736, "type": "wait_timer", "wait_timer": 30},
-    {"id": 3755, "type": "required_reviewers", "prevent_self_review": True,
-     "reviewers": [{"type": "Team", "reviewer": {"slug": "lab-admins"}}]}],
-    "deployment_branch_policy": {"protected_branches": False, "custom_branch_policies": True}}
-
-
-@pytest.mark.parametrize("environment, problem", [
-    (PROTECTED, None),
-    ({**PROTECTED, "protection_rules": [PROTECTED["protection_rules"][0]]}, "requires no reviewer"),
-    ({**PROTECTED, "protection_rules": [{"id": 1, "type": "required_reviewers", "reviewers": []}]},
-     "requires no reviewer"),
-    ({"name": "lab", "protection_rules": [], "deployment_branch_policy": None}, "requires no reviewer"),
-    ({**PROTECTED, "deployment_branch_policy": None}, "deploys any branch"),
-])
-def test_up_stops_when_the_lab_environment_needs_no_reviewer(tmp_path, environment, problem):
-    index, step, program = _environment_check()
-    _, jobs = _load("up.yml")
-    assert jobs["up"]["environment"] == "lab" and index <= 1  # before the workspace is even prepared
-    assert step["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert jobs["up"]["environment"] == "lab"
+    check = next(i for i, s in enumerate(steps) if s.get("run") == "bash scripts/up-steps.sh environment")
+    setup = next(i for i, s in enumerate(steps) if s.get("run") == "make setup")
+    checkout = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout < check < setup  # the script comes with the checkout; nothing is built before it
+    assert steps[check]["env"]["GH_TOKEN"] == "${{ github.token }}"
     data = yaml.safe_load((WORKFLOWS / "up.yml").read_text())
     assert data["permissions"] == {"contents": "read", "actions": "read"}  # actions: read lets the token read it
-    path = tmp_path / "environment.json"
-    path.write_text(json.dumps(environment))
-    done = subprocess.run([sys.executable, "-", str(path)], input=program, capture_output=True, text=True,
-                          timeout=30)
-    assert (done.returncode == 0) == (problem is None), done.stderr
-    if problem:
-        assert problem in done.stderr
 
 
 def test_up_removes_the_install_directory_whatever_happened():

@@ -4,6 +4,7 @@ network) in make diff's verdict and in the real preview's steps, unless the disp
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -150,15 +151,22 @@ def test_up_gates_on_the_built_commit_and_the_real_preview_then_records_the_comm
     on, jobs = _workflow("up.yml")
     allow = on["workflow_dispatch"]["inputs"]["allow_effects"]
     assert allow["type"] == "string" and allow["default"] == ""
-    # the input reaches the gate through the environment, never spliced into the script
-    gates = [step for step in jobs["up"]["steps"] if "tools.up_gate" in step.get("run", "")]
+    # the input reaches the gate through the environment, never spliced into the script; the offline
+    # diff's gate is in scripts/up-steps.sh (tests/tools/test_up_steps.py runs it)
+    steps = jobs["up"]["steps"]
+    gates = [step for step in steps if "tools.up_gate" in step.get("run", "") or "up-steps.sh offline-diff" in
+             step.get("run", "")]
     assert len(gates) == 2
     for step in gates:
         assert step["env"]["ALLOW"] == "${{ github.event_name == 'workflow_dispatch' && inputs.allow_effects || '' }}"
-        assert '--allow "$ALLOW"' in step["run"] and "inputs." not in step["run"]
-    steps = [step.get("run", "") for step in jobs["up"]["steps"]]
-    order = [next(i for i, run in enumerate(steps) if needle in run) for needle in (
-        "pulumi stack tag get gpu-lab:commit", "tools.up_gate diff build/up-diff/diff.json",
+        assert "inputs." not in step["run"]
+    script = (Path(__file__).resolve().parents[2] / "scripts" / "up-steps.sh").read_text()
+    assert 'pulumi stack tag get "$TAG" --stack "$STACK"' in script and "TAG=gpu-lab:commit" in script
+    assert '-m tools.up_gate diff build/up-diff/diff.json --allow "${ALLOW:-}"' in script
+    assert '--allow "$ALLOW"' in gates[1]["run"]
+    runs = [step.get("run", "") for step in steps]
+    order = [next(i for i, run in enumerate(runs) if needle in run) for needle in (
+        "scripts/up-steps.sh offline-diff",
         "pulumi preview --stack lab --policy-pack policies --policy-pack-config policies/config.up.json",
         "tools.up_gate preview preview.json", "pulumi up --stack lab --yes", "pulumi stack tag set gpu-lab:commit")]
     assert order == sorted(order)
