@@ -63,6 +63,8 @@ environment() {
 # one its user cannot change (the OS's, root-owned), not a tool cache an earlier job could write.
 check_python() {
     local exe dirs dir
+    # root may write every directory: the runner runs as a user of its own
+    [[ $(id -u) != 0 ]] || { echo "error: the job runs as root; run the up runner as an unprivileged user" >&2; exit 1; }
     exe=$(command -v python3) || { echo "error: no python3 on PATH (the OS's python3 >= 3.11 with venv)" >&2; exit 1; }
     python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
         || { echo "error: $exe is older than 3.11" >&2; exit 1; }
