@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The tools the test suite needs beyond the Python lock: Debian packages and lab-vcsim (Go,
-# scripts/install-vcsim.sh builds it from simulator/).
+# The tools the test suite needs beyond the Python lock: Debian packages, lab-vcsim (Go,
+# scripts/install-vcsim.sh builds it from simulator/) and the test cluster's binaries (Go,
+# scripts/install-kubecluster.sh: about 10 min cold, seconds with a warm Go build cache).
 # Checks for each tool itself (command -v), not for a package; installs only what is missing.
 # Installing needs root, or sudo for apt-get; without apt-get it lists what to install and stops.
 # Idempotent; a second run only checks.
@@ -45,6 +46,7 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-for installer in scripts/install-vcsim.sh scripts/install-openshift-test-tools.sh scripts/install-switch-test-tools.sh; do
+for installer in scripts/install-vcsim.sh scripts/install-kubecluster.sh scripts/install-openshift-test-tools.sh \
+                 scripts/install-switch-test-tools.sh; do
     [ -f "$installer" ] && bash "$installer"
 done
