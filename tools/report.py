@@ -26,9 +26,19 @@ A share above 100 % of line rate is not a pass but an invalid measurement: the l
 wrong, or NCCL ran its tree algorithm, whose bus bandwidth on two nodes can exceed the link
 (the acceptance jobs set NCCL_ALGO=Ring).
 
+A run on one node is no measurement of the fabric either: its ranks never leave the node. The
+span comes from the log: NCCL's `nRanks N nNodes M` and `nranks N` lines (NCCL_DEBUG=INFO), else
+the hosts of nccl-tests' `#  Rank ... on <host>` lines. An NCCL or Horovod run whose log says one
+node or one rank is invalid; a valid run needs ranks on at least two nodes.
+
+nccl-tests' table is read by its header's column names (`busbw`, out-of-place then in-place), so
+the layouts of 2.x (with or without `root`, `error` or `#wrong`, `time` or `cputime`, per-iteration
+columns, a trailing timestamp) all parse.
+
 Exit status: 0 all thresholds met; 1 a measurement below its threshold; 2 an invalid run: a
 log that cannot be read (truncated, malformed, empty, or holding no result at all, such as a
-kubectl error saved as a log), a share above 100 %, nothing to judge, or a bad stack.
+kubectl error saved as a log), a share above 100 %, a run on one node, nothing to judge (no log, or
+only figures no threshold applies to: TCP baselines, throughput), or a bad stack.
 """
 
 from __future__ import annotations
@@ -56,12 +66,26 @@ class IbWriteBw:
 
 
 @dataclass(frozen=True)
+class Span:
+    """How many nodes and ranks a run's log says it had (None: the log does not say)."""
+
+    nodes: int | None = None
+    ranks: int | None = None
+    says: str = "nothing about its nodes"
+
+    @property
+    def one_node(self) -> bool:
+        return self.nodes == 1 or self.ranks == 1
+
+
+@dataclass(frozen=True)
 class NcclAllReduce:
     file: str
     transport: str
     size_bytes: int
     busbw_gbs: float
     wrong: int
+    span: Span = Span()
 
 
 @dataclass(frozen=True)
@@ -70,6 +94,7 @@ class Throughput:
     transport: str
     images_per_sec: float
     gpus: int | None
+    span: Span = Span()
 
 
 # ---------------------------------------------------------------- recognising a log
@@ -110,6 +135,37 @@ def transport_of(text: str, name: str) -> str:
                    "or name the file *-rdma.log / *-tcp.log")
 
 
+_NCCL_SPAN = re.compile(r"NCCL INFO comm \S+ rank \d+ nRanks (\d+) nNodes (\d+)")
+_NCCL_NRANKS = re.compile(r"NCCL INFO .*\bnranks (\d+)\b")
+# nccl-tests' device lines: `#  Rank  0 Group  0 Pid 1266 on vm device 0 ...` (older: no Group).
+_TESTS_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\b", re.M)
+
+
+def span_of(text: str) -> Span:
+    """The nodes and ranks the log says the run had: NCCL's own count first, else nccl-tests' hosts."""
+    said = []
+    nodes = ranks = None
+    counted = [(int(r), int(n)) for r, n in _NCCL_SPAN.findall(text)]
+    if counted:
+        ranks, nodes = max(r for r, _ in counted), max(n for _, n in counted)
+        said.append(f"NCCL: nRanks {ranks} nNodes {nodes}")
+    else:
+        nranks = [int(n) for n in _NCCL_NRANKS.findall(text)]
+        if nranks:
+            ranks = max(nranks)
+            said.append(f"NCCL: nranks {ranks}")
+    devices = _TESTS_RANK.findall(text)
+    if devices:
+        hosts = sorted({host for _, host in devices})
+        if nodes is None:
+            nodes = len(hosts)
+        if ranks is None:
+            ranks = len(devices)
+        said.append(f"nccl-tests: {len(devices)} rank(s) on {len(hosts)} host(s) ({', '.join(hosts[:4])}"
+                    f"{', ...' if len(hosts) > 4 else ''})")
+    return Span(nodes, ranks, "; ".join(said) or Span.says)
+
+
 # ---------------------------------------------------------------- parsers
 
 _IB_HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(Gb|MB)/sec\]")
@@ -130,8 +186,9 @@ def parse_ib_write_bw(text: str, name: str) -> IbWriteBw:
     return IbWriteBw(name, int(last.group(1)), float(last.group(3)) * scale, float(last.group(4)) * scale)
 
 
-_NCCL_HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop(\s+root)?\s+time", re.M)
-_NUMBER = re.compile(r"^\d+(\.\d+)?$")
+_NCCL_HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop\s.*$", re.M)
+# nccl-tests prints a figure too wide for its column in e-notation (util.cu, getFloatStr).
+_NUMBER = re.compile(r"^\d+(\.\d+)?(e[+-]?\d+)?$")
 
 
 def parse_nccl(text: str, name: str) -> NcclAllReduce:
@@ -139,12 +196,17 @@ def parse_nccl(text: str, name: str) -> NcclAllReduce:
     if not header:
         raise LogError(f"{name}: nccl-tests log without its table header (# size count type redop ...); "
                        "truncated before the first measurement?")
-    root = 1 if header.group(1) else 0
+    # A row has one value per header name (a trailing timestamp adds a token after them all).
+    names = header.group(0).lstrip("#").split()
+    columns = [i for i, column in enumerate(names) if column == "busbw"]
+    if len(columns) != 2:
+        raise LogError(f"{name}: nccl-tests table header without its out-of-place and in-place busbw columns: "
+                       f"{header.group(0).strip()!r}")
     rows = []
     for line in text[header.end():].splitlines():
         cols = line.split()
-        if len(cols) >= 12 + root and cols[0].isdigit() and cols[1].isdigit():
-            oop, inplace = cols[6 + root], cols[10 + root]
+        if len(cols) > columns[1] and cols[0].isdigit() and cols[1].isdigit():
+            oop, inplace = cols[columns[0]], cols[columns[1]]
             if not (_NUMBER.match(oop) and _NUMBER.match(inplace)):
                 raise LogError(f"{name}: malformed nccl-tests row: {line.strip()!r}")
             rows.append((int(cols[0]), max(float(oop), float(inplace))))
@@ -155,7 +217,8 @@ def parse_nccl(text: str, name: str) -> NcclAllReduce:
                        f"{rows[-1][0]} bytes); rerun or collect the whole launcher log")
     wrong = re.search(r"#\s*Out of bounds values\s*:\s*(\d+)", text)
     size, busbw = max(rows)
-    return NcclAllReduce(name, transport_of(text, name), size, busbw, int(wrong.group(1)) if wrong else 0)
+    return NcclAllReduce(name, transport_of(text, name), size, busbw, int(wrong.group(1)) if wrong else 0,
+                         span_of(text))
 
 
 _HOROVOD_TOTAL = re.compile(r"Total img/sec on (\d+) GPU\(s\):\s*(\d+(?:\.\d+)?)")
@@ -166,10 +229,10 @@ def parse_images(text: str, name: str) -> Throughput:
     horovod = _HOROVOD_TOTAL.findall(text)
     if horovod:
         gpus, rate = horovod[-1]
-        return Throughput(name, transport_of(text, name), float(rate), int(gpus))
+        return Throughput(name, transport_of(text, name), float(rate), int(gpus), span_of(text))
     tf_cnn = _TF_CNN_TOTAL.findall(text)
     if tf_cnn:
-        return Throughput(name, transport_of(text, name), float(tf_cnn[-1]), None)
+        return Throughput(name, transport_of(text, name), float(tf_cnn[-1]), None, span_of(text))
     raise LogError(f"{name}: benchmark log without its throughput summary ('Total img/sec on N GPU(s)' or "
                    "'total images/sec'); truncated or the run failed")
 
@@ -221,9 +284,17 @@ class Row:
     share: str = "-"
     threshold: str = "-"
     verdict: str = "info"
+    why: str = ""  # an INVALID row's reason, printed under the table
 
 
 INVALID = "INVALID"
+ON_TWO_NODES = "ranks on >= 2 nodes"
+
+
+def one_node_reason(file: str, span: Span) -> str:
+    return (f"{file}: a run on one node is no measurement of the fabric (the log says {span.says}): its ranks "
+            "never left the node; a valid run needs ranks on at least two nodes (the MPIJob's workers on two "
+            "GPU nodes)")
 
 
 def _against(value: float, threshold: float | None, unit: str, share: bool = False) -> tuple[str, str]:
@@ -246,22 +317,33 @@ def judge(results: list[object], link_gbps: float, nics_per_node: int, ib_thresh
         rows.append(Row(f"ib_write_bw {_size(ib.size_bytes)} ({ib.file})", "rdma", f"{ib.average_gbps:.2f} Gb/s",
                         f"{link_gbps:g} Gb/s link", f"{share:.1f} %", *_against(share, ib_threshold, " %", True)))
     for nccl in (r for r in results if isinstance(r, NcclAllReduce)):
+        test = f"NCCL all_reduce busbw {_size(nccl.size_bytes)} ({nccl.file})"
+        reference = f"{node_rate_gbs:g} GB/s ({nics_per_node} x {link_gbps:g} Gb/s)"
+        if nccl.span.one_node:
+            rows.append(Row(test, nccl.transport, f"{nccl.busbw_gbs:.2f} GB/s", reference, "-", ON_TWO_NODES, INVALID,
+                            one_node_reason(nccl.file, nccl.span)))
+            continue
         share = 100 * nccl.busbw_gbs / node_rate_gbs
         shares.append(share)
         # Only the RDMA run has to reach line rate; the TCP run is the baseline it is compared to.
         threshold = nccl_threshold if nccl.transport == "rdma" else None
-        rows.append(Row(f"NCCL all_reduce busbw {_size(nccl.size_bytes)} ({nccl.file})", nccl.transport,
-                        f"{nccl.busbw_gbs:.2f} GB/s", f"{node_rate_gbs:g} GB/s ({nics_per_node} x {link_gbps:g} Gb/s)",
+        rows.append(Row(test, nccl.transport, f"{nccl.busbw_gbs:.2f} GB/s", reference,
                         f"{share:.1f} %", *_against(share, threshold, " %", True)))
         if nccl.wrong:
             rows.append(Row(f"NCCL results check ({nccl.file})", nccl.transport, f"{nccl.wrong} out-of-bounds values",
                             threshold="0 wrong", verdict="FAIL"))
     for run in (r for r in results if isinstance(r, Throughput)):
         gpus = f" on {run.gpus} GPUs" if run.gpus else ""
+        if run.span.one_node:
+            rows.append(Row(f"images/s{gpus} ({run.file})", run.transport, f"{run.images_per_sec:.1f} img/s",
+                            threshold=ON_TWO_NODES, verdict=INVALID, why=one_node_reason(run.file, run.span)))
+            continue
         rows.append(Row(f"images/s{gpus} ({run.file})", run.transport, f"{run.images_per_sec:.1f} img/s"))
     for label, kind, attr in (("NCCL busbw", NcclAllReduce, "busbw_gbs"),
                               ("Horovod img/s", Throughput, "images_per_sec")):
-        best = {t: max((getattr(r, attr) for r in results if isinstance(r, kind) and r.transport == t), default=None)
+        # a run on one node compares nothing across the fabric
+        best = {t: max((getattr(r, attr) for r in results
+                        if isinstance(r, kind) and r.transport == t and not r.span.one_node), default=None)
                 for t in ("rdma", "tcp")}
         if best["rdma"] and best["tcp"]:
             speedup = best["rdma"] / best["tcp"]
@@ -356,11 +438,23 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         return EXIT_BAD_INPUT
     if not rows:
-        print(f"report: no benchmark logs in {args.logs}", file=sys.stderr)
+        print(f"report: no benchmark logs in {args.logs}: nothing to judge", file=sys.stderr)
         return EXIT_BAD_INPUT
     invalid = [r for r in rows if r.verdict == INVALID]
+    for row in invalid:
+        if row.why:
+            print(f"invalid: {row.why}", file=sys.stderr)
     if invalid:
-        print(f"{len(invalid)} measurement(s) above line rate: an invalid run, not a pass", file=sys.stderr)
+        one_node = sum(1 for r in invalid if r.why)
+        above = len(invalid) - one_node
+        causes = ([f"{above} measurement(s) above line rate"] if above else []) + (
+            [f"{one_node} run(s) on one node"] if one_node else [])
+        print(f"{', '.join(causes)}: an invalid run, not a pass", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if all(r.verdict == "info" for r in rows):
+        print(f"report: nothing judged in {args.logs}: no threshold applies to any of its figures (a TCP baseline "
+              "and throughput are information); an acceptance needs an ib_write_bw or NCCL RDMA run",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     failed = [r for r in rows if r.verdict == "FAIL"]
     if failed:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,9 @@ from tools.report import LogError, main, parse_ib_write_bw, parse_images, parse_
 LOGS = Path(__file__).parent / "logs"
 DEEPOPS = LOGS / "deepops"
 FORMATS = LOGS / "formats"
+# Logs real runs printed, unchanged (provenance: logs/MANIFEST.tsv and logs/README.md).
+REAL = LOGS / "real"
+ONE_GPU = REAL / "nccl-tests-2.19.6-all_reduce-h200-1gpu.log"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -260,3 +265,130 @@ def test_link_rate_comes_from_the_stack(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"line rate: {len(rails)} x 200 Gb/s per node" in done.stdout
     assert "46.2 %" in done.stdout
+
+
+# ---------------------------------------------------------------- today's nccl-tests (2.19.6) and NCCL (2.28.9)
+
+
+def test_current_nccl_tests_format_parses():
+    # `# nccl-tests version` and `# Collective test starting` header lines, `[0000:00:06]` bus ids,
+    # `#wrong`, NCCL's `nRanks 1 nNodes 1` line
+    r = parse_nccl(text(ONE_GPU), ONE_GPU.name)
+    assert (r.transport, r.size_bytes, r.busbw_gbs, r.wrong) == ("tcp", 2 ** 28, 0.0, 0)
+    assert (r.span.nodes, r.span.ranks, r.span.one_node) == (1, 1, True)
+    assert r.span.says == "NCCL: nRanks 1 nNodes 1; nccl-tests: 1 rank(s) on 1 host(s) (vm)"
+
+
+def test_a_run_on_one_node_is_invalid(tmp_path):
+    logs = copy_logs(tmp_path, ONE_GPU.name, source=REAL)
+    done = run_cli(str(logs))
+    assert done.returncode == 2, done.stdout + done.stderr
+    row = next(ln for ln in done.stdout.splitlines() if ONE_GPU.name in ln)
+    assert "ranks on >= 2 nodes" in row and row.rstrip().endswith("INVALID")
+    assert "0.0 %" not in row  # one rank moved nothing across a network: no share of line rate
+    assert (f"invalid: {ONE_GPU.name}: a run on one node is no measurement of the fabric (the log says NCCL: "
+            "nRanks 1 nNodes 1; nccl-tests: 1 rank(s) on 1 host(s) (vm))") in done.stderr
+    assert "a valid run needs ranks on at least two nodes" in done.stderr
+    assert "1 run(s) on one node: an invalid run, not a pass" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def two_nodes(log: str, busbw: str = "11.00") -> str:
+    """The 1-GPU log as a 2-node, 1-GPU-per-node RDMA run would print it: DERIVED, not a measured run.
+
+    Changed: NCCL's span lines (nRanks/nNodes, nranks), a second nccl-tests device line on another
+    host, NCCL's IB transport lines, and the 256 MB row's out-of-place busbw (`busbw`, a made-up
+    figure). Everything else is the real log's."""
+    log = log.replace("nRanks 1 nNodes 1", "nRanks 2 nNodes 2").replace(" nranks 1 ", " nranks 2 ")
+    first = "#  Rank  0 Group  0 Pid   1266 on         vm device  0 [0000:00:06] NVIDIA H200\n"
+    log = log.replace(first, first + first.replace("Rank  0", "Rank  1").replace("        vm", "       vm2"))
+    log = log.replace("NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:192.0.2.2<0>")
+    log = log.replace("Using network Socket", "Using network IB")
+    last = next(ln for ln in log.splitlines() if ln.split()[:1] == ["268435456"])
+    cols = last.split()
+    cols[7] = busbw  # size count type redop root time algbw busbw ...
+    return log.replace(last, "  ".join(cols))
+
+
+def test_a_two_node_run_in_the_current_format_is_judged_as_before(tmp_path):
+    (tmp_path / "nccl-allreduce-rdma.log").write_text(two_nodes(text(ONE_GPU)))
+    r = parse_nccl(two_nodes(text(ONE_GPU)), "x.log")
+    assert (r.transport, r.size_bytes, r.busbw_gbs) == ("rdma", 2 ** 28, 11.0)
+    assert (r.span.nodes, r.span.ranks, r.span.one_node) == (2, 2, False)
+    done = run_cli(str(tmp_path), "--nics-per-node", "1", "--link-gbps", "100")
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next(ln for ln in done.stdout.splitlines() if "nccl-allreduce-rdma.log" in ln)
+    assert "11.00 GB/s" in row and "88.0 %" in row and row.rstrip().endswith("PASS")
+    (tmp_path / "nccl-allreduce-rdma.log").write_text(two_nodes(text(ONE_GPU), busbw="9.00"))
+    below = run_cli(str(tmp_path), "--nics-per-node", "1", "--link-gbps", "100")
+    assert below.returncode == 1 and "72.0 %" in below.stdout
+
+
+def per_iteration(log: str) -> str:
+    """The log with nccl-tests' per-iteration columns (util.cu, writeResultHeader: four after each #wrong)."""
+    out = []
+    for line in log.splitlines():
+        cols = line.split()
+        if cols[:2] == ["#", "size"]:
+            line = "# " + " ".join(cols[1:10] + ["i_min", "i_max", "i_p99", "i_cv%"] + cols[10:14]
+                                   + ["i_min", "i_max", "i_p99", "i_cv%"])
+        elif cols and cols[0].isdigit() and len(cols) == 13:
+            line = " ".join(cols[:9] + ["1.00"] * 4 + cols[9:] + ["1.00"] * 4)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("variant, edit", [
+    ("cputime and timestamps (-C, -T)", lambda log: log.replace("   time ", "cputime ").replace(
+        "       0\n", "       0  2026-11-27 19:59:00\n")),
+    ("per-iteration columns", per_iteration),
+])
+def test_nccl_tests_columns_are_found_by_their_names(variant, edit):
+    log = edit(two_nodes(text(ONE_GPU), busbw="11.00"))
+    assert log != two_nodes(text(ONE_GPU), busbw="11.00"), variant
+    r = parse_nccl(log, "x.log")
+    assert (r.size_bytes, r.busbw_gbs) == (2 ** 28, 11.0), variant
+
+
+def test_a_header_without_two_busbw_columns_is_a_clear_error():
+    log = text(ONE_GPU).replace("busbw  #wrong     time", "bw  #wrong     time")
+    with pytest.raises(LogError, match="without its out-of-place and in-place busbw columns"):
+        parse_nccl(log, "x.log")
+
+
+def test_a_horovod_run_on_one_node_is_invalid_and_leaves_the_speed_up_out(tmp_path):
+    logs = copy_logs(tmp_path)
+    one = logs / "horovod-resnet50-tcp.log"
+    # DERIVED from the DeepOps TCP log: one DGX node's 8 GPUs, as NCCL and Horovod print it
+    log = text(one).replace("nranks 16", "nranks 8").replace("16 GPU(s)", "8 GPU(s)")
+    init = next(ln for ln in log.splitlines() if "Init COMPLETE" in ln)
+    span = init.split(" NCCL INFO ")[0] + " NCCL INFO comm 0x7f19e400 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0"
+    one.write_text(log.replace(init, span + "\n" + init))
+    done = run_cli(str(logs), "--nics-per-node", "2")
+    assert done.returncode == 2, done.stdout + done.stderr
+    row = next(ln for ln in done.stdout.splitlines() if "horovod-resnet50-tcp.log" in ln)
+    assert row.rstrip().endswith("INVALID")
+    assert "invalid: horovod-resnet50-tcp.log: a run on one node" in done.stderr and "NCCL: nranks 8" not in done.stderr
+    assert "RDMA over TCP speed-up, Horovod img/s" not in done.stdout
+    assert "RDMA over TCP speed-up, NCCL busbw" in done.stdout
+
+
+def test_nothing_judged_is_an_invalid_run(tmp_path):
+    empty = run_cli(str(tmp_path))
+    assert empty.returncode == 2 and "nothing to judge" in empty.stderr
+    # a TCP baseline and a throughput have no threshold: alone they pass nothing
+    logs = copy_logs(tmp_path, "nccl-allreduce-tcp.log", "horovod-resnet50-tcp.log")
+    done = run_cli(str(logs), "--nics-per-node", "2")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "nothing judged" in done.stderr and "PASS" not in done.stdout
+
+
+def test_real_logs_are_what_the_manifest_says():
+    with open(LOGS / "MANIFEST.tsv", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    listed = {r["file"]: r for r in rows}
+    assert len(listed) == len(rows), "a log is listed twice"
+    assert sorted(str(p.relative_to(LOGS)) for p in REAL.iterdir()) == sorted(listed)
+    for name, row in listed.items():
+        assert hashlib.sha256((LOGS / name).read_bytes()).hexdigest() == row["sha256"], name
+        assert all(row[c] for c in ("repository", "commit", "version", "command", "run", "date", "licence")), row
