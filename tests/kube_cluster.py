@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import secrets
 import shlex
@@ -216,6 +217,15 @@ class KubeCluster:
                                f"--cache-dir={self.workdir / 'kube-cache'}", *args],
                               input=input, capture_output=True, text=True, timeout=timeout, check=check)
 
+    @property
+    def oc_path(self) -> Path:
+        return self.oc_bin_dir / "oc"
+
+    def env(self) -> dict[str, str]:
+        """The environment for a process that runs `oc` or kubectl against this cluster."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig_path),
+                "PATH": f"{self.oc_bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
     def must(self, *args: str, input: str | None = None, timeout: float = 60) -> str:
         """kubectl's stdout; raises with its stderr when it fails."""
         done = self.kubectl(*args, input=input, timeout=timeout)
@@ -262,6 +272,10 @@ class KubeCluster:
     def wait_node_ready(self, name: str, status: str = "True", timeout: float = 60) -> None:
         wait_for(lambda: self.node_ready(name) == status, timeout, f"node {name} Ready={status}")
 
+    def powered(self, name: str) -> bool:
+        """Whether the node's VM counts as on (node_power's last word; nodes start on)."""
+        return bool(self.get("node", name)["metadata"].get("annotations", {}).get(POWER) == "on")
+
     def node_power(self, name: str, on: bool) -> None:
         """As if the node's VM were powered on or off: see the module's docstring."""
         if on:
@@ -296,7 +310,7 @@ class KubeCluster:
         errors: list[BaseException] = []
 
         def follow() -> None:
-            seen = {name: True for name in names}  # nodes are created powered on
+            seen = {name: self.powered(name) for name in names}
             while not stopping.is_set():
                 try:
                     for name in names:

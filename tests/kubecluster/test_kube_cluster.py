@@ -6,7 +6,6 @@ One cluster for the module (about 20-40 s to start); each test uses its own name
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
@@ -144,11 +143,8 @@ def test_power_off_makes_the_node_unknown_and_power_on_boots_it_anew(cluster):
 
 
 def test_oc_stand_in_and_the_control_plane_health_the_roll_reads(cluster):
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_path),
-           "PATH": f"{cluster.oc_bin_dir}{os.pathsep}{os.environ['PATH']}"}
-
     def oc(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["oc", *args], env=env, capture_output=True, text=True, timeout=60)
+        return subprocess.run(["oc", *args], env=cluster.env(), capture_output=True, text=True, timeout=60)
 
     assert oc("get", "--raw", "/readyz").stdout.strip() == "ok"
     assert oc("adm", "cordon", "gpu-1").returncode == 0
