@@ -15,7 +15,9 @@ from components.sdk_internals import install_program_patches
 install_program_patches()  # before any resource: see components/sdk_internals.py
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
+from components.addons.mpi import operator_manifest
 from components.addons.plan import addons_plan
+from components.addons.shipped import ManifestError
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
 from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest, read_deployed_state
@@ -48,7 +50,9 @@ def main() -> None:
         check_required_secrets(lab.required_secrets(), secrets)
         check_secret_formats(lab.secret_format_rules())
         vcenter = vcenter_connection(pulumi.Config("vsphere"), secrets) if lab.vsphere is not None else None
-    except (ConfigError, MissingSecretError) as err:
+        if lab.addons.any_enabled and lab.addons.mpi_operator.enabled:
+            operator_manifest()  # a modified shipped manifest stops the run before anything registers
+    except (ConfigError, MissingSecretError, ManifestError) as err:
         raise pulumi.RunError(str(err)) from None
     plan = lab.plan  # the facts the sections share, derived once
 

@@ -1,8 +1,9 @@
 """The Kubeflow MPI operator (MPIJob kubeflow.org/v2beta1) and the MPIJob shape the jobs share.
 
 The guides used v1alpha2 and a Mellanox fork; v2beta1 is what the operator
-serves today. It ships as one manifest per release, applied server-side by the provider from
-its pinned URL (the CRD is too large for client-side apply).
+serves today. It ships as one manifest per release, applied server-side by the provider (the CRD
+is too large for client-side apply) from the copy this program ships (components/addons/shipped.py):
+nothing is fetched at preview or up.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.addons import versions
+from components.addons import shipped, versions
 from components.addons.kube import Kube, metadata
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -30,9 +31,16 @@ def retain_crds(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformR
         props=args.props, opts=pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(retain_on_delete=True)))
 
 
+def operator_manifest() -> str:
+    """The shipped manifest's path, once its sha256 is the recorded one (else ManifestError)."""
+    return shipped.verified(shipped.find(*versions.MPI_OPERATOR_SOURCE))
+
+
 def deploy_mpi_operator(kube: Kube) -> pulumi.Resource:
     # The manifest's objects are the provider's children of this component: a transform reaches them.
-    return k8s.yaml.v2.ConfigFile(kube.child("mpi-operator"), file=versions.MPI_OPERATOR_MANIFEST,
+    # Their names are the component's name and each object's namespace/name, not the file's
+    # (pulumi-kubernetes, provider/pkg/provider/yaml/v2/configfile.go and yaml.go, `register`).
+    return k8s.yaml.v2.ConfigFile(kube.child("mpi-operator"), file=operator_manifest(),
                                   opts=kube.opts(transforms=[retain_crds]))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from components.addons import versions
+from components.addons import shipped, versions
 from components.addons.gpu import render_gridd_conf
 from components.addons.plan import AddonsPlan
 
@@ -25,7 +25,7 @@ def render_versions(addons: AddonsPlan) -> str:
     data = {
         "enabled": addons.enabled,
         "helmCharts": charts,
-        "mpiOperatorManifest": versions.MPI_OPERATOR_MANIFEST,
+        "mpiOperatorManifest": _shipped(versions.MPI_OPERATOR_SOURCE),
         "networkOperatorComponents": f"{versions.NETWORK_OPERATOR_REPOSITORY}:{versions.NETWORK_OPERATOR_COMPONENTS}",
         "vgpuGuestDriver": addons.gpu_operator.vgpu.version if addons.gpu_operator.vgpu else None,
         "bitfusion": f"{versions.BITFUSION_IMAGE_REPO} {versions.BITFUSION_K8S}",
@@ -33,6 +33,12 @@ def render_versions(addons: AddonsPlan) -> str:
                       "horovod": images.horovod},
     }
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _shipped(source: tuple[str, str, str]) -> dict[str, str]:
+    m = shipped.find(*source)
+    return {"file": m.program_path, "repository": m.repository, "tag": m.tag, "path": m.path, "commit": m.commit,
+            "sha256": m.sha256}
 
 
 def render_report_thresholds(addons: AddonsPlan) -> str:

@@ -33,9 +33,8 @@ NETWORK_OPERATOR_COMPONENTS = f"network-operator-v{NETWORK_OPERATOR.version}"
 
 # Kubeflow MPI operator, MPIJob kubeflow.org/v2beta1 (the guides' v1alpha2 and v1 are gone).
 MPI_OPERATOR = "v0.8.0"
-MPI_OPERATOR_MANIFEST = (
-    f"https://raw.githubusercontent.com/kubeflow/mpi-operator/{MPI_OPERATOR}/deploy/v2beta1/mpi-operator.yaml"
-)
+# Its release manifest (repository, tag, path), shipped in components/addons/manifests/ (shipped.py).
+MPI_OPERATOR_SOURCE = ("kubeflow/mpi-operator", MPI_OPERATOR, "deploy/v2beta1/mpi-operator.yaml")
 
 # vGPU guest driver built by the user into their private registry (NVIDIA vGPU 17.x branch,
 # which still supports the lab's V100s); must match the vGPU manager on the ESXi hosts.

@@ -145,9 +145,9 @@ def test_versions_are_pinned(full_run):
     for chart in (versions.NFD, versions.GPU_OPERATOR, versions.NETWORK_OPERATOR):
         assert chart.version[0].isdigit() or chart.version.startswith("v")
         assert chart.repo.startswith("https://")
-    # the MPI operator's manifest the program registers comes from a release tag, not a branch
+    # the MPI operator's manifest the program registers is a release tag's, not a branch's
     (mpi,) = [r for r in full_run.of_type("kubernetes:yaml/v2:ConfigFile") if r.name.endswith("mpi-operator")]
-    assert re.search(r"/kubeflow/mpi-operator/v\d+\.\d+\.\d+/", mpi.plain()["file"]), mpi.plain()["file"]
+    assert re.search(r"/kubeflow\+mpi-operator/v\d+\.\d+\.\d+/", mpi.plain()["file"]), mpi.plain()["file"]
     assert versions.NETWORK_OPERATOR.version in versions.NETWORK_OPERATOR_COMPONENTS
     for image in (versions.CUDA_IMAGE, versions.NCCL_TESTS_IMAGE):
         assert not image.endswith(":latest") and ":" in image.rsplit("/", 1)[-1]

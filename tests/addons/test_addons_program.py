@@ -13,7 +13,7 @@ from addons_harness import (
     run_addons,
 )
 
-from components.addons import versions
+from components.addons import shipped, versions
 from components.addons.component import MissingKubeconfigError
 from components.secrets import MissingSecretError
 
@@ -95,7 +95,7 @@ def test_missing_licence_token_names_its_key():
      {"Namespace": ["node-feature-discovery"], "Release": ["node-feature-discovery"]}),
     ({"gpuOperator": VGPU},
      {"Namespace": ["gpu-operator"], "Release": ["gpu-operator"], "Secret": ["licensing-config", "registry-secret"]}),
-    ({"mpiOperator": {"enabled": True}}, {"ConfigFile": [versions.MPI_OPERATOR_MANIFEST]}),
+    ({"mpiOperator": {"enabled": True}}, {"ConfigFile": [shipped.find(*versions.MPI_OPERATOR_SOURCE).program_path]}),
     ({"network": {"enabled": True}},
      {"Namespace": [ACCEPTANCE_NS, "nvidia-network-operator"], "Release": ["network-operator"],
       "ServiceAccount": ["gpu-lab-acceptance", "rdma-shared-dp-pvrdma"], "ConfigMap": ["rdma-devices-pvrdma"],

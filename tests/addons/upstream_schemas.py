@@ -5,7 +5,9 @@ tests/upstream/ (MANIFEST.tsv there: repository, tag, path, commit, sha256, lice
 tests/test_upstream_data.py checks it), so a clone tests with nothing outside the repository.
 GPU_LAB_SCHEMAS points the tests at another directory of the same layout (a newer copy, when a
 pin moves); a directory without MANIFEST.tsv skips the tests with the reason, and fails them
-under CI (CI=true).
+under CI (CI=true). The manifests the program ships and applies (components/addons/manifests/,
+same layout) are read from there, wherever GPU_LAB_SCHEMAS points: the tests check against what
+is applied, and the repository holds one copy of each.
 
 Two checks, each as the real consumer reads our output:
 
@@ -31,6 +33,8 @@ import jsonschema
 import yaml
 from required_tools import missing
 
+from components.addons import shipped
+
 REPO = Path(__file__).resolve().parents[2]
 IN_REPOSITORY = REPO / "tests" / "upstream"
 
@@ -51,10 +55,11 @@ class Source:
     repository: str
     tag: str
     path: str
+    directory: Path | None = None  # a shipped manifest's directory; None: the schemas directory
 
     @property
     def file(self) -> Path:
-        return schemas_dir() / self.repository.replace("/", "+") / self.tag / self.path
+        return (self.directory or schemas_dir()) / self.repository.replace("/", "+") / self.tag / self.path
 
     def __str__(self) -> str:
         return f"{self.repository}@{self.tag}:{self.path}"
@@ -63,7 +68,8 @@ class Source:
 @cache
 def manifest() -> tuple[Source, ...]:
     with open(schemas_dir() / "MANIFEST.tsv", newline="") as f:
-        return tuple(Source(r["repository"], r["tag"], r["path"]) for r in csv.DictReader(f, delimiter="\t"))
+        upstream = tuple(Source(r["repository"], r["tag"], r["path"]) for r in csv.DictReader(f, delimiter="\t"))
+    return upstream + tuple(Source(m.repository, m.tag, m.path, m.directory) for m in shipped.listed())
 
 
 # ---------------------------------------------------------------- CRDs
