@@ -674,12 +674,24 @@ def test_a_node_that_leaves_is_drained_then_deleted(tmp_path):
         "adm cordon dgx-1.pod1.nvidia.com",
         "adm drain dgx-1.pod1.nvidia.com --ignore-daemonsets --delete-emptydir-data --timeout=900s",
         "delete node dgx-1.pod1.nvidia.com"]
-    # a node the cluster does not know, and a cluster that does not answer, are nothing to undo
+    # a node an answering cluster does not list is nothing to undo
     again = run_oc_script(render_remove_node_script(guide(), str(oc), "dgx-0"), state)
     assert again.returncode == 0 and "nothing to drain" in again.stderr
+
+
+def test_a_cluster_that_does_not_answer_stops_the_removal_before_the_machine_goes(tmp_path, monkeypatch):
+    """It cannot tell whether the node still runs pods: exit 1, so the VM's delete (which waits for this
+    one) does not run; only GPU_LAB_CLUSTER_GONE=1 for that `pulumi up` lets it go undrained."""
+    oc, state = fake_oc(tmp_path, [], ["cp-0", "dgx-0"])
     (state / "unreachable").touch()
-    gone = run_oc_script(render_remove_node_script(guide(), str(oc), "cp-0"), state)
-    assert gone.returncode == 0 and "does not answer" in gone.stderr
+    stopped = run_oc_script(render_remove_node_script(guide(), str(oc), "dgx-0"), state)
+    assert stopped.returncode == 1
+    assert "does not answer" in stopped.stderr and "its machine is not touched" in stopped.stderr
+    assert "GPU_LAB_CLUSTER_GONE=1 pulumi up" in stopped.stderr
+    assert json.loads((state / "nodes.json").read_text()) == ["cp-0", "dgx-0"]
+    monkeypatch.setenv("GPU_LAB_CLUSTER_GONE", "1")
+    gone = run_oc_script(render_remove_node_script(guide(), str(oc), "dgx-0"), state)
+    assert gone.returncode == 0 and "the cluster is not asked" in gone.stderr
 
 
 def test_a_node_whose_drain_fails_stays_in_the_cluster_and_the_removal_fails(tmp_path):

@@ -2,10 +2,11 @@
 # Take a node out of the cluster before its machine goes: cordon, drain (daemon sets stay,
 # emptyDir data goes, PodDisruptionBudgets are respected, nothing is forced) and delete the Node
 # object. The cluster's admin kubeconfig arrives on stdin (kept in a private file removed on exit).
-# A cluster that does not answer (destroyed with the lab, or not installed yet) or a node it does
-# not know is not an error: there is nothing to take out. A drain that fails is: the script exits
-# non-zero with the node still in the cluster, so the delete of its machine (which waits for this
-# one) does not run.
+# Fails closed: a cluster that does not answer stops the removal (exit 1) before the machine goes,
+# since it cannot say whether the node still runs pods; only an answering cluster that does not
+# list the node means there is nothing to take out. GPU_LAB_CLUSTER_GONE=1 in the environment of
+# `pulumi up` says the cluster is really gone. A drain that fails exits non-zero too, with the node
+# still in the cluster, so the delete of its machine (which waits for this one) does not run.
 
 # -e and -u; pipefail is not POSIX sh (pulumi-command runs this with /bin/sh), and the script has
 # no pipeline whose failure it could hide.
@@ -20,9 +21,16 @@ KUBECONFIG=$(mktemp)
 trap 'rm -f "$KUBECONFIG"' EXIT
 cat > "$KUBECONFIG"
 export KUBECONFIG
-if ! "$OC" --request-timeout=30s get nodes -o name > /dev/null 2>&1; then
-    echo "the cluster does not answer; node $NODE_NAMES is not drained" >&2
+if [ "${GPU_LAB_CLUSTER_GONE:-}" = 1 ]; then
+    echo "GPU_LAB_CLUSTER_GONE=1: the cluster is not asked; node $NODE_NAMES is not drained" >&2
     exit 0
+fi
+if ! said=$("$OC" --request-timeout=30s get nodes -o name 2>&1 >/dev/null); then
+    echo "the cluster does not answer (${said##*
+}): node $NODE_NAMES is not drained, and its machine is not touched. Renew the kubeconfig or bring" \
+         "the API server back, then pulumi up; only for a cluster that is really gone:" \
+         "GPU_LAB_CLUSTER_GONE=1 pulumi up" >&2
+    exit 1
 fi
 for node in $NODE_NAMES; do
     if "$OC" --request-timeout=30s get node "$node" -o name > /dev/null 2>&1; then
