@@ -116,7 +116,13 @@ def guard_deployed(name: str, identity: Mapping[str, Any], state: DeployedState)
     that recorded none (a new stack) has nothing to protect; an unreadable state is warned about."""
     deployed, why = _deployed_identity(name, state)
     if deployed is None:
-        if why:
+        if not state.deployed:
+            # The engine cannot say more without risk: readStackResourceOutputs dereferences the last
+            # deployment unchecked (READ_OUTPUTS), so a stack with no outputs is not asked for its resources.
+            pulumi.log.info("lab-identity: the stack records no outputs (never deployed, or its first `up` stopped "
+                            "before writing them): only the preview's check of lab-identity protects this run, and "
+                            "the node rolls go one at a time through their provider's lock")
+        elif why:
             pulumi.log.warn(f"lab-identity: the guard cannot read the deployed identity ({why}); only the preview's "
                             "check of lab-identity protects this run, and it does not run under --target or "
                             "--replace")

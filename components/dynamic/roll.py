@@ -1,7 +1,9 @@
 """NodeRoll: every change that powers a cluster node's VM off (vCPUs, memory, reservation, vGPU
 profile, hardware version), one node at a time, drained, in the plan's order, stopping at the first
-failure; pulumi-vsphere would power every VM of a group off at once. The steps, the failure handling
-and the live power check: docs/engine.md ("The node roll").
+failure; pulumi-vsphere would power every VM of a group off at once. It fails closed: a node the stack
+says is in a cluster is changed only through that cluster, and a roll cut short (a failure, a killed
+run) is finished first by the next `up`, from what the node itself records. The steps, the failure
+handling, the resume and the live power check: docs/engine.md ("The node roll").
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,17 +51,41 @@ ROLLED = ("cpus", "memoryMb", "memoryReservationMb", "hardwareVersion", "vgpuPro
 POWERED_ON = "poweredOn"
 NODE_KEYS = ("vmName", "role", "kubeconfig", "oc", "nodeName", "drainTimeoutS")
 """How to reach the node and how long its drain may take: changing them changes nothing on vSphere."""
-STEPS = ("health before", "cordon", "drain", "power-off", "reconfigure", "power-on", "Ready", "health after",
-         "uncordon")
+STEPS = ("ask the cluster", "health before", "cordon", "drain", "power-off", "reconfigure", "power-on", "Ready",
+         "health after", "uncordon")
 """The steps of one node's roll, as the error names them."""
 
 DEFAULT_DRAIN_TIMEOUT_S = 900
 REBOOT_TIMEOUT_S = 900
 READY_TIMEOUT_S = 1200
 HEALTH_TIMEOUT_S = 900
+HEALTH_DWELL_S = 60.0
+"""How long the control plane must stay healthy, polled, before the roll goes on: a ClusterOperator's
+conditions lag its operands, so one good answer right after a member restarts proves little."""
 _OC_GET_TIMEOUT_S = 60
 _POLL_S = 5.0
 HEALTH_OPERATORS = ("etcd", "kube-apiserver")
+ETCD_NAMESPACE = "openshift-etcd"
+ETCD_POD_LABEL = "app=etcd"
+"""The etcd members' static pods, one `etcd-<node>` per control-plane node (openshift/cluster-etcd-operator,
+bindata/etcd/pod.yaml: namespace openshift-etcd, labels app: etcd, etcd: "true")."""
+ROLL_MARK = "gpu-lab.io/roll-boot-id"
+"""The node annotation a roll sets before it cordons and removes once the node is back and uncordoned:
+the boot id the node had before its VM went down. A run that finds it (a kill, a failure) finishes
+that node first: settings, power, a new boot, Ready, health, uncordon. As the Machine Config Operator
+keeps its per-node state on the node."""
+CLUSTER_GONE = "GPU_LAB_CLUSTER_GONE"
+"""Set to 1 for one `pulumi up` (the environment, never the stack file) when the cluster the stack names
+is really gone: nodes' VMs then change, and leaving nodes are removed, without asking it. Nothing else
+lets a node the stack holds in a cluster change undrained."""
+
+
+_ONE_AT_A_TIME = threading.Lock()
+"""Held while a node is rolled: every NodeRoll of an `up` is served by one provider process, so no two
+nodes go down at once even where the chain of dependencies is missing (a state the program could not
+read, a first `up` that stopped before it wrote its outputs)."""
+_FAILED_IN_THIS_RUN: list[str] = []
+"""The nodes whose roll failed in this provider process (one `up`): no roll starts after a failure."""
 
 
 def in_provider_server() -> bool:
@@ -75,7 +102,7 @@ class RollStepError(VsphereOperationError):
     """One node's roll failed at one step; the message names node, step, what happened and what to do."""
 
     def __init__(self, node: str, step: str, reason: str, todo: str) -> None:
-        self.node, self.step = node, step
+        self.node, self.step, self.reason = node, step, reason
         super().__init__(f"node {node}: the roll stopped at step {step}: {reason}. {todo}")
 
 
@@ -206,94 +233,117 @@ class NodeRollProvider(ResourceProvider):
                 vm = _Vm(hostops.find_vm(si, inputs["vmId"], inputs.get("vmName")), f"VM {inputs.get('vmName')!r}")
                 live = vm.settings()
                 changes = differences(live, wanted_settings(inputs))
-                if changes:
-                    self._roll(inputs, name, vm, live, changes)
-                elif not vm.powered_on():
-                    self._power_on_only(inputs, name, vm)
+                on = vm.powered_on()
+                if changes or not on:
+                    with _ONE_AT_A_TIME:
+                        _after_no_failure(name)
+                        live = vm.settings()  # again: another node's roll may have run while this one waited
+                        try:
+                            with _cluster(inputs, name) as node:
+                                self._roll(inputs, name, vm, live, differences(live, wanted_settings(inputs)), node)
+                        except RollStepError:
+                            _FAILED_IN_THIS_RUN.append(name)
+                            raise
+                elif _member(inputs) and not cluster_gone():
+                    self._finish_if_marked(inputs, name, vm)
         except VsphereOperationError:
             raise
         except Exception as error:  # noqa: BLE001 - one line for a vSphere or network failure
             raise self._vsphere_error(inputs, "roll", error) from None
         return {**inputs, POWERED_ON: True}
 
-    def _roll(self, inputs: dict[str, Any], name: str, vm: _Vm, live: dict[str, Any], changes: list[str]) -> None:
+    def _finish_if_marked(self, inputs: dict[str, Any], name: str, vm: _Vm) -> None:
+        """The VM runs as the stack says: the node may still be one an earlier run left half-rolled
+        (killed while waiting for Ready, say), cordoned. Nothing here is disruptive, so a cluster that
+        does not answer is a warning; any roll that would power a VM off asks it again and stops."""
+        try:
+            with _ONE_AT_A_TIME, _cluster(inputs, name) as node:
+                if node is not None and node.roll_mark() is not None:
+                    self._roll(inputs, name, vm, vm.settings(), [], node)
+        except RollStepError as error:
+            if error.step != "ask the cluster":
+                raise
+            pulumi.log.warn(f"node {name}: could not check for an unfinished roll ({error.reason}); its VM is "
+                            "as the stack says and was not touched")
+
+    def _roll(self, inputs: dict[str, Any], name: str, vm: _Vm, live: dict[str, Any], changes: list[str],
+              node: _RollNode | None) -> None:
+        """Bring one node to the stack's settings, running and Ready: whatever an earlier run left (the
+        mark on the node says where), one step after the other, stopping at the first failure."""
         from components.dynamic import hostops
 
         wanted = wanted_settings(inputs)
-        said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
-        pulumi.log.info(f"node {name}: rolling ({said})")
         control_plane = inputs.get("role") == "control-plane"
         was_on = vm.powered_on()
-        with _cluster(inputs, name, needed=was_on) as node:
-            step = "health before"
-            if node is not None and control_plane:
-                _wait_healthy(node, name, step)
-            boot = node.boot_id() if node is not None else None
-            cordoned = False
-            try:
-                if node is not None:
+        mark = node.roll_mark() if node is not None else None
+        if changes:
+            said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
+            pulumi.log.info(f"node {name}: rolling ({said})")
+        elif mark is not None:
+            pulumi.log.info(f"node {name}: finishing the roll an earlier run left (its VM is "
+                            f"{'on' if was_on else 'off'})")
+        else:
+            pulumi.log.info(f"node {name}: its VM is off; powering it on")
+        step = "health before"
+        went_down = not was_on
+        try:
+            boot = None
+            if node is not None:
+                if was_on and changes:
+                    down = node.others_down()
+                    if down:
+                        raise RollStepError(name, step, f"another node is out of service: {', '.join(down)}",
+                                            _todo("others down", name))
+                    if control_plane:
+                        _wait_healthy(node, name, step)
                     step = "cordon"
+                    boot = node.boot_id()
+                    node.set_roll_mark(boot)  # before anything changes: a kill after this is resumed
                     node.cordon()
-                    cordoned = True
                     step = "drain"
                     node.drain_for(int(inputs.get("drainTimeoutS") or DEFAULT_DRAIN_TIMEOUT_S))
+                else:
+                    step = "cordon"
+                    boot = mark if mark is not None else node.boot_id()
+                    if mark is None:
+                        node.set_roll_mark(boot)
+            if was_on and changes:
                 step = "power-off"
-                if was_on:
-                    hostops.power_off(vm.vm)
+                went_down = True
+                hostops.power_off(vm.vm)
+            if changes:
                 step = "reconfigure"
                 hostops.reconfigure_for_roll(vm.vm, {k: wanted[k] for k in changes})
+            if not vm.powered_on():
                 step = "power-on"
+                went_down = True
                 try:
                     hostops.power_on(vm.vm)
                 except Exception:
-                    # The new settings do not start (admission control, a host without room): back to
-                    # the old ones, running, before the error is reported.
-                    _restore(vm, live, changes)
+                    if changes:
+                        # The new settings do not start (admission control, a host without room): back to
+                        # the old ones, running, before the error is reported.
+                        _restore(vm, live, changes)
                     raise
-                if node is not None and boot is not None:
-                    step = "Ready"
+            if node is not None and boot is not None:
+                step = "Ready"
+                if went_down or node.boot_id() != boot:
                     node.wait_rebooted(boot)
-                    node.wait_ready()
-                    if control_plane:
-                        step = "health after"
-                        _wait_healthy(node, name, step)
-                step = "uncordon"
-                if node is not None:
-                    node.uncordon()
-                    cordoned = False
-            except RollStepError:
-                raise
-            except Exception as error:
-                if step == "reconfigure":
-                    _power_back_on(vm, was_on)
-                elif step == "power-off" and was_on:
-                    _power_back_on(vm, was_on)
-                if cordoned and step in ("drain", "power-off", "reconfigure", "power-on"):
-                    # It runs on its old settings (or never stopped): let pods back on it.
-                    try:
-                        node.uncordon()  # type: ignore[union-attr]
-                    except Exception:  # noqa: BLE001 - the first error is the one to report
-                        pass
-                raise RollStepError(name, step, _reason(error, inputs), _todo(step, name)) from None
-
-    def _power_on_only(self, inputs: dict[str, Any], name: str, vm: _Vm) -> None:
-        """A node whose VM is off (by hand, or a roll interrupted before this gpu-lab): power it on and
-        wait until it is Ready."""
-        from components.dynamic import hostops
-
-        pulumi.log.info(f"node {name}: its VM is off; powering it on")
-        try:
-            hostops.power_on(vm.vm)
-        except Exception as error:  # noqa: BLE001 - named below
-            raise RollStepError(name, "power-on", _reason(error, inputs), _todo("power-on", name)) from None
-        with _cluster(inputs, name, needed=True) as node:
-            if node is None:
-                return
-            try:
                 node.wait_ready()
-                node.uncordon()  # a node left cordoned by an interrupted roll
-            except NodeDrainError as error:
-                raise RollStepError(name, "Ready", _reason(error, inputs), _todo("Ready", name)) from None
+                if control_plane:
+                    step = "health after"
+                    _wait_healthy(node, name, step)
+                step = "uncordon"
+                node.uncordon()
+                node.clear_roll_mark()
+        except RollStepError:
+            raise
+        except Exception as error:
+            if step in ("power-off", "reconfigure"):
+                _power_back_on(vm, was_on)
+            if node is not None and step in ("cordon", "drain", "power-off", "reconfigure", "power-on"):
+                _back_in_service(node, vm, went_down)
+            raise RollStepError(name, step, _reason(error, inputs), _todo(step, name)) from None
 
     # -- vSphere plumbing
 
@@ -324,6 +374,13 @@ class NodeRollProvider(ResourceProvider):
         return VsphereOperationError(f"VM {props.get('vmName')!r} ({props.get('vmId')}): {action} failed: {reason}")
 
 
+def _after_no_failure(name: str) -> None:
+    if _FAILED_IN_THIS_RUN:
+        raise RollStepError(name, "ask the cluster", f"the roll of {', '.join(_FAILED_IN_THIS_RUN)} failed earlier "
+                            "in this run", "Nothing was changed: no node rolls after a failed one. Fix what that "
+                            "error names, then `pulumi up`")
+
+
 def _reason(error: BaseException, props: dict[str, Any]) -> str:
     from components.dynamic import hostops
 
@@ -336,27 +393,41 @@ def _reason(error: BaseException, props: dict[str, Any]) -> str:
 def _todo(step: str, name: str) -> str:
     later = "the nodes after it were not touched; the next `pulumi up` resumes the roll with this node"
     return {
+        "ask the cluster": f"Nothing was changed: the stack holds this node in a cluster, and a node in a cluster is "
+                           f"changed only through it (drained, then Ready again). Renew the kubeconfig "
+                           f"(gpu-lab:kubeconfig, or the install's) or bring the API server back, check that "
+                           f"`oc get node {name}` answers, then `pulumi up`. Only for a cluster that is really "
+                           f"gone: `{CLUSTER_GONE}=1 pulumi up` changes the VMs undrained (`{CLUSTER_GONE}=1 make "
+                           f"diff` shows it first); {later}",
+        "others down": "Nothing was changed: one node at a time. Bring that node back (an unfinished roll: "
+                       "`pulumi up --target` with its NodeRoll's URN finishes it; `pulumi stack --show-urns` lists "
+                       f"them), then `pulumi up`; {later}",
         "health before": f"The cluster is not healthy enough to take a control-plane node out; nothing was changed. "
-                         f"Bring etcd and the API server back (oc get clusteroperators etcd kube-apiserver), then "
+                         f"Bring etcd and the API server back (oc get clusteroperators etcd kube-apiserver; "
+                         f"oc get pods -n {ETCD_NAMESPACE} -l {ETCD_POD_LABEL}), then "
                          f"`pulumi up`; {later}",
-        "cordon": f"Nothing was changed. Check that the cluster answers, then `pulumi up`; {later}",
+        "cordon": f"Its VM was not touched (a node found cordoned is uncordoned again). Check that the cluster "
+                  f"answers, then `pulumi up`; {later}",
         "drain": f"Its VM was not touched and it is uncordoned again. Move or delete the pods that keep it from "
                  f"draining (a PodDisruptionBudget, a pod no controller recreates: oc adm drain {name} "
                  f"--ignore-daemonsets --delete-emptydir-data --dry-run=server), or raise "
                  f"openshift.drainTimeoutS, then `pulumi up`; {later}",
-        "power-off": f"It runs on its old settings and is uncordoned. Check the VM in vCenter, then `pulumi up`; "
-                     f"{later}",
-        "reconfigure": f"vSphere refused the new settings; it runs on its old settings and is uncordoned. Fix what "
-                       f"vSphere names (host capacity, vGPU profile, reservation), then `pulumi up`; {later}",
+        "power-off": f"It runs on its old settings and is uncordoned, or, where its VM did not come back on, stays "
+                     f"cordoned. Check the VM in vCenter, then `pulumi up`; {later}",
+        "reconfigure": f"vSphere refused the new settings; it was powered on again on its old settings and "
+                       f"uncordoned where vSphere allowed it. Fix what vSphere names (host capacity, vGPU profile, "
+                       f"reservation), then `pulumi up`; {later}",
         "power-on": f"The VM did not power on with the new settings; it was put back on its old settings and "
                     f"powered on where vSphere allowed it. Make room on its host (or choose smaller settings), "
                     f"then `pulumi up`; {later}",
-        "Ready": f"The VM runs with the new settings but the node is not Ready (still cordoned). Look at the node "
-                 f"(oc describe node {name}), fix it, uncordon it, then `pulumi up`; {later}",
-        "health after": f"The node is back but etcd or the API server is not healthy (the node is still cordoned). "
-                        f"Wait for the ClusterOperators, uncordon it, then `pulumi up`; {later}",
-        "uncordon": f"The node runs with the new settings; uncordon it (oc adm uncordon {name}), then `pulumi up`; "
-                    f"{later}",
+        "Ready": f"The VM runs with the new settings but the node is not Ready; it stays cordoned. Look at the node "
+                 f"(oc describe node {name}) and fix it; the next `pulumi up` waits for Ready again, then "
+                 f"uncordons it before any other node",
+        "health after": "The node is back but the control plane is not healthy; it stays cordoned. Wait for etcd "
+                        "and the ClusterOperators; the next `pulumi up` checks them again, then uncordons it "
+                        "before any other node",
+        "uncordon": f"The node runs with the new settings; the next `pulumi up` uncordons it before any other node "
+                    f"(or: oc adm uncordon {name})",
     }[step]
 
 
@@ -389,8 +460,42 @@ def _restore(vm: _Vm, live: dict[str, Any], changes: list[str]) -> None:
 # ---------------------------------------------------------------- the node in the cluster
 
 
+def cluster_gone() -> bool:
+    """Whether this run was told the cluster is gone (CLUSTER_GONE=1 in the environment)."""
+    value = os.environ.get(CLUSTER_GONE, "")
+    if value not in ("", "0", "1"):
+        raise VsphereOperationError(f"{CLUSTER_GONE}={value!r}: set it to 1 (the cluster is gone: change and remove "
+                                    "nodes without asking it) or leave it unset")
+    return value == "1"
+
+
+def _member(inputs: dict[str, Any]) -> bool:
+    """Whether the stack holds this node in a cluster: it names one (a kubeconfig), or the node is a
+    control-plane node, which serves one by definition. Decided from the inputs, never from whether
+    a cluster answers."""
+    return bool(inputs.get("kubeconfig")) or inputs.get("role") == "control-plane"
+
+
 class _RollNode(_Node):
-    """A node driven with oc for a roll: the drain takes the stack's timeout."""
+    """A node driven with oc for a roll: the drain takes the stack's timeout, the roll's mark lives on it."""
+
+    cluster: list[dict[str, Any]] = []
+    """Every node of the cluster as `oc get nodes` listed them when the roll began."""
+
+    def others_down(self) -> list[str]:
+        """The other nodes that are not Ready or carry an unfinished roll's mark: as the Machine Config
+        Operator counts a pool's unavailable nodes, whatever made them so, before it takes one more out."""
+        down = []
+        for item in self.cluster:
+            other = str(item.get("metadata", {}).get("name"))
+            if other == self.name:
+                continue
+            ready = {c.get("type"): c.get("status") for c in item.get("status", {}).get("conditions", [])}
+            if ROLL_MARK in (item.get("metadata", {}).get("annotations") or {}):
+                down.append(f"{other} (an unfinished roll)")
+            elif ready.get("Ready") != "True":
+                down.append(f"{other} (not Ready)")
+        return down
 
     def drain_for(self, timeout_s: int) -> None:
         # No --force: a pod no controller would recreate stops the drain instead of being lost, and
@@ -398,9 +503,42 @@ class _RollNode(_Node):
         self.must("oc adm drain", "adm", "drain", self.name, "--ignore-daemonsets", "--delete-emptydir-data",
                   f"--timeout={timeout_s}s", timeout=timeout_s + 60)
 
+    def roll_mark(self) -> str | None:
+        """The boot id an unfinished roll recorded (ROLL_MARK), None when no roll is under way."""
+        said = self.must("reading the node's annotations", "get", f"node/{self.name}", "-o",
+                         "jsonpath={.metadata.annotations}", timeout=_OC_GET_TIMEOUT_S)
+        try:
+            annotations = json.loads(said) if said else {}
+        except ValueError:
+            raise NodeDrainError(f"{self.label}, node {self.name}: oc did not answer the annotations as JSON") from None
+        mark = (annotations or {}).get(ROLL_MARK)
+        return str(mark) if mark else None
+
+    def set_roll_mark(self, boot: str) -> None:
+        self.must("marking the roll on the node", "annotate", "--overwrite", f"node/{self.name}",
+                  f"{ROLL_MARK}={boot}", timeout=_OC_GET_TIMEOUT_S)
+
+    def clear_roll_mark(self) -> None:
+        self.must("removing the roll's mark", "annotate", f"node/{self.name}", f"{ROLL_MARK}-",
+                  timeout=_OC_GET_TIMEOUT_S)
+
+    def _json(self, what: str, *args: str) -> dict[str, Any] | str:
+        """oc's JSON answer, or what is wrong as one line."""
+        try:
+            done = self.run(*args, "-o", "json", timeout=_OC_GET_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"{what} did not answer in {_OC_GET_TIMEOUT_S} s"
+        if done.returncode != 0:
+            return f"{what}: " + ((done.stderr.strip() or "oc failed").splitlines()[-1])
+        try:
+            return dict(json.loads(done.stdout))
+        except ValueError:
+            return f"{what}: oc did not answer JSON"
+
     def healthy(self) -> str | None:
-        """None when the API server answers /readyz and etcd and kube-apiserver are Available and not
-        Degraded, else what is wrong."""
+        """None when the control plane is whole as the etcd operator sees it: /readyz answers ok; the
+        etcd and kube-apiserver ClusterOperators are Available, not Progressing, not Degraded; every etcd
+        member's pod is Ready, this node's among them. Else what is wrong."""
         try:
             ready = self.run("get", "--raw", "/readyz", timeout=_OC_GET_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -408,83 +546,108 @@ class _RollNode(_Node):
         if ready.returncode != 0 or ready.stdout.strip() != "ok":
             said = (ready.stderr.strip() or ready.stdout.strip() or "no answer").splitlines()[-1]
             return f"/readyz: {said}"
-        try:
-            listed = self.run("get", "clusteroperator", *HEALTH_OPERATORS, "-o", "json", timeout=_OC_GET_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return f"the ClusterOperators did not answer in {_OC_GET_TIMEOUT_S} s"
-        if listed.returncode != 0:
-            return "ClusterOperators: " + ((listed.stderr.strip() or "oc failed").splitlines()[-1])
-        try:
-            items = json.loads(listed.stdout).get("items", [])
-        except ValueError:
-            return "ClusterOperators: oc did not answer JSON"
+        listed = self._json("ClusterOperators", "get", "clusteroperator", *HEALTH_OPERATORS)
+        if isinstance(listed, str):
+            return listed
         seen: dict[str, dict[str, str]] = {}
-        for item in items:
+        for item in listed.get("items", []):
             conditions = {c.get("type"): c.get("status") for c in item.get("status", {}).get("conditions", [])}
             seen[item.get("metadata", {}).get("name")] = conditions
         for operator in HEALTH_OPERATORS:
             if operator not in seen:
                 return f"ClusterOperator {operator} not found"
             conditions = seen[operator]
-            if conditions.get("Available") != "True" or conditions.get("Degraded") != "False":
+            if (conditions.get("Available"), conditions.get("Progressing"), conditions.get("Degraded")) != (
+                    "True", "False", "False"):
                 return (f"ClusterOperator {operator} Available={conditions.get('Available')} "
-                        f"Degraded={conditions.get('Degraded')}")
+                        f"Progressing={conditions.get('Progressing')} Degraded={conditions.get('Degraded')}")
+        pods = self._json("etcd members", "get", "pods", "-n", ETCD_NAMESPACE, "-l", ETCD_POD_LABEL)
+        if isinstance(pods, str):
+            return pods
+        ready_on: dict[str, bool] = {}
+        for pod in pods.get("items", []):
+            conditions = {c.get("type"): c.get("status") for c in pod.get("status", {}).get("conditions", [])}
+            ready_on[str(pod.get("spec", {}).get("nodeName"))] = conditions.get("Ready") == "True"
+        if self.name not in ready_on:
+            return f"no etcd member pod on node {self.name} in {ETCD_NAMESPACE}"
+        not_ready = sorted(node for node, ready in ready_on.items() if not ready)
+        if not_ready:
+            return f"etcd member not Ready on {', '.join(not_ready)}"
         return None
 
 
 def _wait_healthy(node: _RollNode, name: str, step: str) -> None:
+    """Until the control plane has been healthy for HEALTH_DWELL_S without a break."""
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    healthy_since: float | None = None
     while True:
         wrong = node.healthy()
+        now = time.monotonic()
         if wrong is None:
-            return
-        if time.monotonic() >= deadline:
-            raise RollStepError(name, step, f"not healthy within {HEALTH_TIMEOUT_S} s: {wrong}", _todo(step, name))
+            healthy_since = now if healthy_since is None else healthy_since
+            if now - healthy_since >= HEALTH_DWELL_S:
+                return
+        else:
+            healthy_since = None
+        if now >= deadline:
+            reason = wrong if wrong is not None else f"healthy for less than {HEALTH_DWELL_S:.0f} s at a time"
+            raise RollStepError(name, step, f"not healthy within {HEALTH_TIMEOUT_S} s: {reason}", _todo(step, name))
         time.sleep(_POLL_S)
 
 
+def _back_in_service(node: _RollNode, vm: _Vm, went_down: bool) -> None:
+    """After a failure: a node whose VM runs is uncordoned; one that never went down loses the roll's mark
+    too. A VM that is off (or whose state vSphere does not tell) keeps its node cordoned and marked, and the
+    next `up` finishes it."""
+    try:
+        if not vm.powered_on():
+            return
+        node.uncordon()
+        if not went_down:
+            node.clear_roll_mark()
+    except Exception:  # noqa: BLE001 - the first error is the one to report
+        pass
+
+
 @contextmanager
-def _cluster(inputs: dict[str, Any], name: str, *, needed: bool) -> Iterator[_RollNode | None]:
-    """The node in the cluster, or None (with a warning) when there is no kubeconfig, the cluster does
-    not answer or does not know the node: the vSphere change then goes ahead alone, still one node at a
-    time. A control-plane node is not changed without a cluster that answers (quorum cannot be checked)."""
-    label = f"VM {inputs.get('vmName')!r}"
-    if not needed:
+def _cluster(inputs: dict[str, Any], name: str) -> Iterator[_RollNode | None]:
+    """The node in its cluster; None only for a node the stack holds in no cluster, or with CLUSTER_GONE=1.
+    A node the stack holds in a cluster (`_member`) is changed through it or not at all: no kubeconfig, an
+    API that refuses, fails or does not answer, a node it does not list, each stops the roll here, before
+    anything changes."""
+    if cluster_gone():
+        pulumi.log.warn(f"node {name}: {CLUSTER_GONE}=1: its VM changes without asking the cluster (no drain, no "
+                        "Ready wait, no quorum check)")
         yield None
         return
-    control_plane = inputs.get("role") == "control-plane"
+    if not _member(inputs):
+        pulumi.log.warn(f"node {name}: the stack names no cluster for it; its VM changes without a drain")
+        yield None
+        return
     kubeconfig = inputs.get("kubeconfig")
     if not kubeconfig:
-        pulumi.log.warn(f"node {name}: no kubeconfig for the cluster; its VM changes without a drain")
-        yield None
-        return
+        raise RollStepError(name, "ask the cluster", "a control-plane node and no kubeconfig for its cluster",
+                            _todo("ask the cluster", name))
     oc = shutil.which(str(inputs.get("oc") or "oc"))
     if oc is None:
-        raise RollStepError(name, "cordon", f"oc not found as {inputs.get('oc') or 'oc'!r}",
+        raise RollStepError(name, "ask the cluster", f"oc not found as {inputs.get('oc') or 'oc'!r}",
                             "Set gpu-lab:openshift.oc to the oc binary; nothing was changed. Then `pulumi up`")
-    handle, path = tempfile.mkstemp(prefix="gpu-lab-kubeconfig-")  # mode 0600
+    handle, path = tempfile.mkstemp(prefix="gpu-lab-kubeconfig-")  # mode 0600, under TMPDIR
     try:
         with os.fdopen(handle, "w") as out:
             out.write(str(kubeconfig))
-        node = _RollNode(oc, path, name, label)
-        try:
-            listed = node.run("get", "nodes", "-o", "name", timeout=_OC_GET_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            listed = subprocess.CompletedProcess([], 1, "", f"no answer in {_OC_GET_TIMEOUT_S} s")
-        if listed.returncode != 0:
-            reason = (listed.stderr.strip().splitlines() or ["oc failed"])[-1]
-            if control_plane:
-                raise RollStepError(name, "health before", f"the cluster does not answer ({reason})",
-                                    _todo("health before", name))
-            pulumi.log.warn(f"node {name}: the cluster is not reachable ({reason}); its VM changes without a drain")
-            yield None
-            return
-        names = [line.removeprefix("node/") for line in listed.stdout.split()]
+        node = _RollNode(oc, path, name, f"VM {inputs.get('vmName')!r}")
+        listed = node._json("`oc get nodes`", "get", "nodes")
+        if isinstance(listed, str):
+            raise RollStepError(name, "ask the cluster", f"the cluster did not answer {listed}",
+                                _todo("ask the cluster", name))
+        node.cluster = [item for item in listed.get("items", []) if isinstance(item, dict)]
+        names = [str(item.get("metadata", {}).get("name")) for item in node.cluster]
         found = [n for n in names if n == name] or [n for n in names if n.startswith(f"{name}.")]
         if len(found) != 1:
-            pulumi.log.warn(f"node {name}: not in the cluster; its VM changes without a drain")
-            yield None
-            return
+            raise RollStepError(name, "ask the cluster",
+                                f"the cluster lists {len(names)} node(s), {'none' if not found else 'several'} "
+                                f"named {name} or {name}.<domain>", _todo("ask the cluster", name))
         node.name = found[0]
         yield node
     finally:

@@ -13,8 +13,11 @@ NodeRoll depends on the previous (tests/vsphere/test_vsphere_program.py asserts 
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,35 +34,78 @@ KUBECONFIG = "apiVersion: v1\nkind: Config\n# test kubeconfig\n"
 WORKERS = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1", "DC0_H0_VM0", "DC0_H0_VM1"]
 METHOD_DELAY = "PowerOnVM_Task:150,PowerOffVM_Task:150,ReconfigVM_Task:100"
 
-# Answers as oc 4.x does for the calls a roll makes. A node reports boot id boot-1 until its VM was
-# powered on by the roll (a "vsphere power-on <vm>" line in the log), then boot-2.
-FAKE_OC = '''#!{python}
+# Answers as oc 4.x does for the calls a roll makes, keeping what a cluster keeps (cordons, annotations) in
+# a JSON file beside the log. A node reports boot id boot-N, N one more than the power-ons of its VM the
+# log shows ("vsphere power-on <vm>" lines), as a kubelet reports a new one after each boot.
+# FAKE_OC_FAIL: a prefix of the calls that fail with FAKE_OC_ERROR; FAKE_OC_HANG: one that never answers.
+FAKE_OC = """#!{python}
 import json, os, sys, time
 from pathlib import Path
 log = Path(os.environ["FAKE_OC_LOG"])
+state_file = log.with_suffix(".state.json")
 args = sys.argv[1:]
 line = " ".join(args)
 with log.open("a") as out:
     out.write("oc " + line + "\\n")
+hang = os.environ.get("FAKE_OC_HANG", "")
+if hang and line.startswith(hang):
+    time.sleep(3600)
 fail = os.environ.get("FAKE_OC_FAIL", "")
 if fail and line.startswith(fail):
     sys.stderr.write(os.environ.get("FAKE_OC_ERROR", "error: failed") + "\\n")
     sys.exit(1)
+state = json.loads(state_file.read_text()) if state_file.exists() else {{}}
+nodes = os.environ["FAKE_OC_NODES"].split()
+def node_of(arg):
+    return arg.split("/", 1)[1] if arg.startswith("node/") else arg
+def boot(node):
+    return "boot-%d" % (1 + log.read_text().splitlines().count("vsphere power-on " + node))
+def save():
+    state_file.write_text(json.dumps(state))
+def ready(node):
+    power = [l for l in log.read_text().splitlines() if l.startswith("vsphere power-") and l.endswith(" " + node)]
+    return not power or power[-1].startswith("vsphere power-on")
 if args[:2] == ["get", "nodes"]:
-    print("\\n".join("node/" + n for n in os.environ["FAKE_OC_NODES"].split()))
+    print(json.dumps({{"items": [{{
+        "metadata": {{"name": n, "annotations": state.get("annotations", {{}}).get(n, {{}})}},
+        "status": {{"conditions": [{{"type": "Ready", "status": "True" if ready(n) else "False"}}]}}}}
+        for n in nodes]}}))
 elif args[0] == "get" and "bootID" in line:
-    node = args[1].split("/", 1)[1]
-    powered = [l for l in log.read_text().splitlines() if l == "vsphere power-on " + node]
-    print("boot-2" if powered else "boot-1")
+    print(boot(node_of(args[1])))
+elif args[0] == "get" and "annotations" in line:
+    print(json.dumps(state.get("annotations", {{}}).get(node_of(args[1]), {{}})))
+elif args[0] == "annotate":
+    target = node_of([a for a in args if a.startswith("node/")][0])
+    notes = state.setdefault("annotations", {{}}).setdefault(target, {{}})
+    pair = args[-1]
+    if pair.endswith("-"):
+        notes.pop(pair[:-1], None)
+    else:
+        key, value = pair.split("=", 1)
+        notes[key] = value
+    save()
+elif args[:2] in (["adm", "cordon"], ["adm", "uncordon"]):
+    cordoned = set(state.get("cordoned", []))
+    (cordoned.add if args[1] == "cordon" else cordoned.discard)(args[2])
+    state["cordoned"] = sorted(cordoned)
+    save()
 elif args[:3] == ["get", "--raw", "/readyz"]:
     print(os.environ.get("FAKE_OC_READYZ", "ok"))
 elif args[:2] == ["get", "clusteroperator"]:
     degraded = os.environ.get("FAKE_OC_DEGRADED", "")
+    progressing = os.environ.get("FAKE_OC_PROGRESSING", "")
     items = [{{"metadata": {{"name": n}}, "status": {{"conditions": [
         {{"type": "Available", "status": "True"}},
+        {{"type": "Progressing", "status": "True" if n == progressing else "False"}},
         {{"type": "Degraded", "status": "True" if n == degraded else "False"}}]}}}} for n in args[2:-2]]
     print(json.dumps({{"items": items}}))
-'''
+elif args[:2] == ["get", "pods"]:
+    down = os.environ.get("FAKE_OC_ETCD_NOT_READY", "").split()
+    members = os.environ.get("FAKE_OC_ETCD_NODES", os.environ["FAKE_OC_NODES"]).split()
+    items = [{{"metadata": {{"name": "etcd-" + n}}, "spec": {{"nodeName": n}}, "status": {{"conditions": [
+        {{"type": "Ready", "status": "False" if n in down else "True"}}]}}}} for n in members]
+    print(json.dumps({{"items": items}}))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +153,8 @@ def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_OC_LOG", str(path))
     monkeypatch.setenv("FAKE_OC_NODES", " ".join(WORKERS))
     monkeypatch.setattr(r, "_POLL_S", 0.05)
+    monkeypatch.setattr(r, "HEALTH_DWELL_S", 0.1)
+    monkeypatch.setattr(r, "_FAILED_IN_THIS_RUN", [])
     monkeypatch.setattr("components.dynamic.vgpu._REBOOT_POLL_S", 0.05)
     for verb, original in (("power-off", hostops.power_off), ("power-on", hostops.power_on),
                            ("reconfigure", hostops.reconfigure_for_roll)):
@@ -140,6 +188,7 @@ def roll_in_order(changes: list[tuple[dict, dict]]) -> list[str]:
     Returns the nodes updated; re-raises the first failure after recording it."""
     done: list[str] = []
     provider = r.NodeRollProvider()
+    r._FAILED_IN_THIS_RUN.clear()  # a new `up`, a new provider process
     for old, new in changes:
         assert provider.diff("id", old, new).changes
         provider.update("id", old, new)
@@ -148,8 +197,21 @@ def roll_in_order(changes: list[tuple[dict, dict]]) -> list[str]:
 
 
 def calls(log: Path) -> list[str]:
-    """The timeline without the boot-id reads, which poll."""
-    return [line for line in log.read_text().splitlines() if "bootID" not in line]
+    """The timeline without the reads (boot ids, which poll; the roll's mark), the marks' writes kept."""
+    return [line for line in log.read_text().splitlines()
+            if "bootID" not in line and "jsonpath={.metadata.annotations}" not in line]
+
+
+def cluster_state(log: Path) -> dict:
+    """What the stand-in cluster keeps: cordoned nodes, annotations."""
+    path = log.with_suffix(".state.json")
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def marks(log: Path) -> dict[str, str]:
+    """The roll's marks left on nodes."""
+    return {node: notes[r.ROLL_MARK] for node, notes in cluster_state(log).get("annotations", {}).items()
+            if r.ROLL_MARK in notes}
 
 
 def power_windows(si, vms) -> list[tuple[str, float, float]]:
@@ -172,8 +234,9 @@ def sizing(vm) -> tuple:
     return s["cpus"], s["memoryMb"], s["vgpuProfile"], vm.runtime.powerState
 
 
-def expected_node_steps(node: str) -> list[str]:
+def expected_node_steps(node: str, boot: str = "boot-1") -> list[str]:
     return [
+        f"oc annotate --overwrite node/{node} {r.ROLL_MARK}={boot}",
         f"oc adm cordon {node}",
         f"oc adm drain {node} --ignore-daemonsets --delete-emptydir-data --timeout=900s",
         f"vsphere power-off {node}",
@@ -181,6 +244,7 @@ def expected_node_steps(node: str) -> list[str]:
         f"vsphere power-on {node}",
         f"oc wait --for=condition=Ready node/{node} --timeout=1200s",
         f"oc adm uncordon {node}",
+        f"oc annotate node/{node} {r.ROLL_MARK}-",
     ]
 
 
@@ -238,6 +302,9 @@ def test_a_failure_on_the_second_of_four_stops_the_roll_and_leaves_it_running_on
     timeline = calls(log)
     assert not [c for c in timeline if WORKERS[2] in c or WORKERS[3] in c]  # untouched, not even cordoned
     assert timeline[-1] == f"oc adm uncordon {WORKERS[1]}"
+    assert WORKERS[1] in marks(log)  # it went down: the next up checks it is Ready before it clears the mark
+    record("power-on fails (no room)", "power-on",
+           "stops; VM back on its old settings and running, node uncordoned; next up rolls it again")
 
     # The next `up`: the failed node's state still holds the old inputs, so it and the later ones roll.
     monkeypatch.setattr(hostops, "power_on", power_on)
@@ -255,8 +322,9 @@ def test_a_failed_drain_stops_before_the_power_off(dsi, conn, workers, log, said
     assert failed.value.step == "drain"
     assert "disruption budget" in str(failed.value) and "Its VM was not touched" in str(failed.value)
     assert [sizing(vm)[2] for vm in workers] == ["grid_v100-32c", "grid_v100-16c", "grid_v100-16c", "grid_v100-16c"]
-    assert calls(log)[-2:] == [f"oc adm drain {WORKERS[1]} --ignore-daemonsets --delete-emptydir-data --timeout=900s",
-                               f"oc adm uncordon {WORKERS[1]}"]
+    assert calls(log)[-3:] == [f"oc adm drain {WORKERS[1]} --ignore-daemonsets --delete-emptydir-data --timeout=900s",
+                               f"oc adm uncordon {WORKERS[1]}", f"oc annotate node/{WORKERS[1]} {r.ROLL_MARK}-"]
+    assert cluster_state(log)["cordoned"] == [] and marks(log) == {}
     assert not [c for c in calls(log) if c.startswith("vsphere") and WORKERS[1] in c]
 
 
@@ -276,6 +344,8 @@ def test_a_refused_reconfigure_powers_the_vm_on_again_on_its_old_settings(dsi, c
     monkeypatch.setattr(hostops, "reconfigure_for_roll", reconfigure)
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
     assert calls(log)[-2:] == [f"vsphere power-on {vm.name}", f"oc adm uncordon {vm.name}"]
+    record("reconfigure refused", "reconfigure",
+           "stops; VM powered on again on its old settings, node uncordoned; next up rolls it again")
 
 
 def test_the_drain_timeout_comes_from_the_stack(dsi, conn, workers, log, said):
@@ -292,12 +362,15 @@ def test_a_control_plane_node_waits_for_etcd_and_the_api_server_before_and_after
     cp = {"role": "control-plane"}
     r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
     timeline = calls(log)
-    health = [i for i, c in enumerate(timeline) if c in ("oc get --raw /readyz",)]
-    operators = [i for i, c in enumerate(timeline) if c.startswith("oc get clusteroperator etcd kube-apiserver")]
-    assert len(health) == len(operators) == 2
-    assert operators[0] < timeline.index(f"oc adm cordon {vm.name}")
-    assert timeline.index(f"oc wait --for=condition=Ready node/{vm.name} --timeout=1200s") < health[1] < \
-        timeline.index(f"oc adm uncordon {vm.name}")
+    cordon = timeline.index(f"oc adm cordon {vm.name}")
+    ready = timeline.index(f"oc wait --for=condition=Ready node/{vm.name} --timeout=1200s")
+    uncordon = timeline.index(f"oc adm uncordon {vm.name}")
+    # /readyz, the ClusterOperators and the etcd members, polled for the dwell time, before and after
+    for check in ("oc get --raw /readyz", "oc get clusteroperator etcd kube-apiserver -o json",
+                  "oc get pods -n openshift-etcd -l app=etcd -o json"):
+        seen = [i for i, c in enumerate(timeline) if c == check]
+        assert [i for i in seen if i < cordon] and [i for i in seen if ready < i < uncordon], check
+        assert not [i for i in seen if cordon < i < ready], check
 
 
 def test_a_degraded_etcd_keeps_the_control_plane_node_running(dsi, conn, workers, log, said, monkeypatch):
@@ -306,7 +379,7 @@ def test_a_degraded_etcd_keeps_the_control_plane_node_running(dsi, conn, workers
     vm = workers[0]
     cp = {"role": "control-plane"}
     with pytest.raises(r.RollStepError, match="step health before: not healthy within 0.2 s: ClusterOperator etcd "
-                                              "Available=True Degraded=True"):
+                                              "Available=True Progressing=False Degraded=True"):
         r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
     assert not [c for c in calls(log) if c.startswith(("oc adm", "vsphere"))]
@@ -326,8 +399,9 @@ def test_a_vm_that_is_off_is_a_change_and_the_update_powers_it_on(dsi, conn, wor
     assert provider.read("id", state).outs["poweredOn"] is False
     provider.update("id", state, state)
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
-    assert calls(log)[-2:] == [f"oc wait --for=condition=Ready node/{vm.name} --timeout=1200s",
-                               f"oc adm uncordon {vm.name}"]
+    assert calls(log)[-3:] == [f"oc wait --for=condition=Ready node/{vm.name} --timeout=1200s",
+                               f"oc adm uncordon {vm.name}", f"oc annotate node/{vm.name} {r.ROLL_MARK}-"]
+    assert marks(log) == {}
     assert not provider.diff("id", state, state).changes
 
 
@@ -343,14 +417,15 @@ def test_a_change_without_a_cluster_still_rolls_the_vm_alone(dsi, conn, workers,
     vm = workers[0]
     r.NodeRollProvider().update("id", props(conn, vm, kubeconfig=None), props(conn, vm, cpus=2, kubeconfig=None))
     assert sizing(vm) == (2, 32, "grid_v100-16c", "poweredOn")
-    assert said == [f"node {vm.name}: no kubeconfig for the cluster; its VM changes without a drain"]
+    assert said == [f"node {vm.name}: the stack names no cluster for it; its VM changes without a drain"]
 
 
 def test_an_update_that_changes_nothing_on_vsphere_powers_nothing(dsi, conn, workers, log, said):
     vm = workers[0]
     old = props(conn, vm, kubeconfig=None, password="old-password")
     r.NodeRollProvider().update("id", old, props(conn, vm))
-    assert calls(log) == [] and sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
+    # it only looks for a roll an earlier run left unfinished
+    assert calls(log) == ["oc get nodes -o json"] and sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
 
 
 @pytest.mark.parametrize(("key", "value", "bound"), [("cpus", 769, "1 to 768 vCPUs"),
@@ -365,3 +440,365 @@ def test_numbers_as_the_engine_sends_them_pass_the_check():
     assert r.NodeRollProvider().check({}, {"cpus": 4.0, "memoryMb": 16384.0}).failures == []
     assert [f.property for f in r.NodeRollProvider().check({}, {"cpus": 4.5, "memoryMb": 16384.0}).failures] == [
         "cpus"]
+
+
+# ================================================================ failing closed: the fault matrix
+# A fault at any step stops the roll before the next node; no node the cluster holds is powered off
+# undrained; never two are down at once; with the fault gone the next `up` finishes the node first and
+# converges. The table under "The fault matrix" in docs/day2.md is what these tests find.
+
+DAY2 = Path(__file__).resolve().parents[2] / "docs" / "day2.md"
+NEW = {"cpus": 2, "memory": 64}
+UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"
+FORBIDDEN = 'Error from server (Forbidden): nodes is forbidden: User "system:serviceaccount:ci:x" cannot list resource'
+REFUSED = "The connection to the server api.lab.example:6443 was refused - did you specify the right host or port?"
+MATRIX: dict[tuple[str, str], str] = {}
+"""(fault, step) -> outcome, as the tests below find it; compared with docs/day2.md at the end."""
+
+
+def record(fault: str, step: str, outcome: str) -> None:
+    MATRIX[(fault, step)] = outcome
+
+
+def down_at_once(log_path: Path) -> int:
+    """The most VMs the timeline shows powered off at the same moment."""
+    off: set[str] = set()
+    most = 0
+    for line in log_path.read_text().splitlines():
+        if line.startswith("vsphere power-off "):
+            off.add(line.split()[-1])
+        elif line.startswith("vsphere power-on "):
+            off.discard(line.split()[-1])
+        most = max(most, len(off))
+    return most
+
+
+def undrained_power_offs(log_path: Path) -> list[str]:
+    """VMs powered off without a successful drain of their node before it in the same run."""
+    drained: set[str] = set()
+    wrong = []
+    for line in log_path.read_text().splitlines():
+        if line.startswith("oc adm drain "):
+            drained.add(line.split()[3])
+        elif line.startswith("vsphere power-off "):
+            vm = line.split()[-1]
+            if vm not in drained:
+                wrong.append(vm)
+            drained.discard(vm)
+    return wrong
+
+
+def converged(workers_, log_path: Path, conn_) -> None:
+    """The next `up` with the fault gone: the chain from the first node, every VM as the stack says and
+    running, no node cordoned, no mark left, and a preview that finds nothing to do."""
+    roll_in_order([(props(conn_, vm), props(conn_, vm, **NEW)) for vm in workers_])
+    assert [sizing(vm) for vm in workers_] == [(2, 64, "grid_v100-16c", "poweredOn")] * len(workers_)
+    assert cluster_state(log_path).get("cordoned", []) == [] and marks(log_path) == {}
+    provider = r.NodeRollProvider()
+    r.LIVE_DIFF, live_diff = True, r.LIVE_DIFF
+    try:
+        for vm in workers_:
+            state = props(conn_, vm, **NEW)
+            assert not provider.diff("id", state, state).changes  # preview --expect-no-changes
+    finally:
+        r.LIVE_DIFF = live_diff
+    assert undrained_power_offs(log_path) == [] and down_at_once(log_path) <= 1
+
+
+# ---------------------------------------------------------------- the cluster does not answer
+
+
+@pytest.mark.parametrize(("fault", "env"), [
+    ("401 Unauthorized", {"FAKE_OC_FAIL": "get nodes", "FAKE_OC_ERROR": UNAUTHORIZED}),
+    ("403 Forbidden", {"FAKE_OC_FAIL": "get nodes", "FAKE_OC_ERROR": FORBIDDEN}),
+    ("connection refused", {"FAKE_OC_FAIL": "get nodes", "FAKE_OC_ERROR": REFUSED}),
+    ("timeout", {"FAKE_OC_HANG": "get nodes"}),
+    ("node not listed", {"FAKE_OC_NODES": " ".join(WORKERS[1:])}),
+])
+def test_a_cluster_that_does_not_answer_stops_the_roll_before_any_power_off(
+        dsi, conn, workers, log, said, monkeypatch, fault, env):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(r, "_OC_GET_TIMEOUT_S", 1)
+    with pytest.raises(r.RollStepError) as failed:
+        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+    assert failed.value.node == WORKERS[0] and failed.value.step == "ask the cluster"
+    assert "Nothing was changed" in str(failed.value) and r.CLUSTER_GONE in str(failed.value)
+    assert not [c for c in calls(log) if c.startswith(("vsphere", "oc adm", "oc annotate"))]
+    assert [sizing(vm) for vm in workers] == [(1, 32, "grid_v100-16c", "poweredOn")] * 4
+    record(fault, "ask the cluster", "stops before any change; no node touched")
+    for key in env:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("FAKE_OC_NODES", " ".join(WORKERS))
+    converged(workers, log, conn)
+
+
+def test_a_control_plane_node_without_a_kubeconfig_is_not_changed(dsi, conn, workers, log, said):
+    vm = workers[0]
+    cp = {"role": "control-plane", "kubeconfig": None}
+    with pytest.raises(r.RollStepError, match="step ask the cluster: a control-plane node and no kubeconfig"):
+        r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
+    assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn") and calls(log) == []
+    record("no kubeconfig (control plane)", "ask the cluster", "stops before any change")
+
+
+def test_a_control_plane_node_listed_by_another_name_is_not_changed(dsi, conn, workers, log, said, monkeypatch):
+    monkeypatch.setenv("FAKE_OC_NODES", "cp-0.lab.example cp-1.lab.example cp-2.lab.example")
+    vm = workers[0]
+    cp = {"role": "control-plane"}
+    with pytest.raises(r.RollStepError, match="step ask the cluster: the cluster lists 3 node"):
+        r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
+    assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
+
+
+def test_the_cluster_gone_setting_changes_vms_undrained_and_says_so(dsi, conn, workers, log, said, monkeypatch):
+    monkeypatch.setenv("FAKE_OC_FAIL", "get nodes")
+    monkeypatch.setenv(r.CLUSTER_GONE, "1")
+    vm = workers[0]
+    r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, **NEW))
+    assert sizing(vm) == (2, 64, "grid_v100-16c", "poweredOn")
+    assert not [c for c in calls(log) if c.startswith("oc")]
+    assert said == [f"node {vm.name}: {r.CLUSTER_GONE}=1: its VM changes without asking the cluster (no drain, no "
+                    "Ready wait, no quorum check)"]
+    monkeypatch.setenv(r.CLUSTER_GONE, "yes")
+    with pytest.raises(r.VsphereOperationError, match=f"{r.CLUSTER_GONE}='yes': set it to 1"):
+        r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, cpus=3, memory=64))
+    assert sizing(vm) == (2, 64, "grid_v100-16c", "poweredOn")
+
+
+# ---------------------------------------------------------------- a step fails
+
+
+@pytest.mark.parametrize("step", ["cordon", "drain", "Ready", "uncordon"])
+@pytest.mark.parametrize(("fault", "error"), [("401 Unauthorized", UNAUTHORIZED), ("connection refused", REFUSED)])
+def test_an_api_failure_at_a_step_stops_the_roll_at_that_node(dsi, conn, workers, log, said, monkeypatch,
+                                                              step, fault, error):
+    prefix = {"cordon": "adm cordon", "drain": "adm drain", "Ready": "wait", "uncordon": "adm uncordon"}[step]
+    monkeypatch.setenv("FAKE_OC_FAIL", f"{prefix} {WORKERS[1]}" if step != "Ready" else prefix)
+    monkeypatch.setenv("FAKE_OC_ERROR", error)
+    with pytest.raises(r.RollStepError) as failed:
+        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+    stopped_at = failed.value.node
+    assert failed.value.step == step
+    later = WORKERS[WORKERS.index(stopped_at) + 1:]
+    assert not [c for c in calls(log) if any(n in c for n in later)]  # nothing after the first failure
+    assert undrained_power_offs(log) == [] and down_at_once(log) <= 1
+    state = cluster_state(log)
+    went_down = f"vsphere power-off {stopped_at}" in calls(log)
+    if went_down:
+        assert stopped_at in marks(log)  # the next up finishes it first
+        outcome = "stops; node stays cordoned and marked, VM on new settings; next up finishes it first"
+    else:
+        assert stopped_at not in state.get("cordoned", []) or step == "cordon"
+        outcome = "stops; VM not touched, node uncordoned"
+    record(fault, step, outcome)
+    monkeypatch.delenv("FAKE_OC_FAIL")
+    log.write_text(log.read_text() + "--- next up\n")
+    converged(workers, log, conn)
+    if went_down:
+        after = log.read_text().split("--- next up\n", 1)[1].splitlines()
+        assert f"vsphere power-off {stopped_at}" not in after  # finished, not rolled again
+
+
+def test_a_pdb_that_blocks_the_drain_stops_with_the_node_uncordoned(dsi, conn, workers, log, said, monkeypatch):
+    monkeypatch.setenv("FAKE_OC_FAIL", f"adm drain {WORKERS[0]}")
+    monkeypatch.setenv("FAKE_OC_ERROR", 'error when evicting pods/"train-0" -n "ml" (will retry after 5s): Cannot '
+                                        "evict pod as it would violate the pod's disruption budget.")
+    with pytest.raises(r.RollStepError, match="step drain"):
+        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+    assert cluster_state(log)["cordoned"] == [] and marks(log) == {}
+    assert not [c for c in calls(log) if c.startswith("vsphere")]
+    record("PodDisruptionBudget blocks", "drain", "stops; VM not touched, node uncordoned")
+
+
+def test_a_lost_vcenter_session_before_the_reconfigure_leaves_one_node_down_and_the_next_up_finishes_it(
+        dsi, conn, workers, log, said, monkeypatch):
+    reconfigure = hostops.reconfigure_for_roll
+
+    def session_gone(vm, settings):
+        raise vim.fault.NotAuthenticated(msg="The session is not authenticated.")
+
+    monkeypatch.setattr(hostops, "reconfigure_for_roll", session_gone)
+    power_on = hostops.power_on
+    monkeypatch.setattr(hostops, "power_on", session_gone)  # the session is gone for every call
+    with pytest.raises(r.RollStepError, match="step reconfigure"):
+        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+    monkeypatch.setattr(hostops, "reconfigure_for_roll", reconfigure)
+    monkeypatch.setattr(hostops, "power_on", power_on)
+    assert sizing(workers[0])[3] == "poweredOff" and WORKERS[0] in cluster_state(log)["cordoned"]
+    assert WORKERS[0] in marks(log)
+    assert [sizing(vm)[3] for vm in workers[1:]] == ["poweredOn"] * 3
+    record("vCenter session ends", "reconfigure", "stops; node stays cordoned and marked, VM off; next up finishes it")
+    converged(workers, log, conn)
+
+
+def test_ready_never_comes_stops_with_the_node_cordoned(dsi, conn, workers, log, said, monkeypatch):
+    monkeypatch.setenv("FAKE_OC_FAIL", f"wait --for=condition=Ready node/{WORKERS[0]}")
+    monkeypatch.setenv("FAKE_OC_ERROR", f"error: timed out waiting for the condition on nodes/{WORKERS[0]}")
+    with pytest.raises(r.RollStepError, match="step Ready"):
+        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+    assert WORKERS[0] in cluster_state(log)["cordoned"] and WORKERS[0] in marks(log)
+    assert not [c for c in calls(log) if WORKERS[1] in c]
+    record("Ready never comes", "Ready", "stops; node stays cordoned and marked; next up waits again, uncordons")
+    monkeypatch.delenv("FAKE_OC_FAIL")
+    converged(workers, log, conn)
+
+
+# ---------------------------------------------------------------- the run is killed
+
+
+KILLABLE = """
+import json, os, sys, time
+from pathlib import Path
+from components.dynamic import hostops
+from components.dynamic import roll as r
+log = Path(os.environ["FAKE_OC_LOG"])
+pause_before = os.environ.get("PAUSE_BEFORE", "")
+pause_after = os.environ.get("PAUSE_AFTER", "")
+def pause():
+    with log.open("a") as out:
+        out.write("paused\\n")
+    time.sleep(3600)
+r._POLL_S = 0.05
+r.HEALTH_DWELL_S = 0.1
+import components.dynamic.vgpu as vgpu
+vgpu._REBOOT_POLL_S = 0.05
+for verb, name in (("power-off", "power_off"), ("power-on", "power_on"), ("reconfigure", "reconfigure_for_roll")):
+    original = getattr(hostops, name)
+    def marked(vm, *args, _verb=verb, _original=original, **kwargs):
+        if _verb == pause_before:
+            pause()
+        with log.open("a") as out:
+            out.write(f"vsphere {_verb} {vm.name}\\n")
+        result = _original(vm, *args, **kwargs)
+        if _verb == pause_after:
+            pause()
+        return result
+    setattr(hostops, name, marked)
+old, new = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+r.NodeRollProvider().update("id", old, new)
+"""
+
+KILL_POINTS = {
+    # where the run is when it is killed: (what pauses it, the step it is killed after)
+    "after cordon": ({"FAKE_OC_HANG": "adm drain"}, "cordon"),
+    "after drain": ({"PAUSE_BEFORE": "power-off"}, "drain"),
+    "after power-off": ({"PAUSE_AFTER": "power-off"}, "power-off"),
+    "after reconfigure": ({"PAUSE_AFTER": "reconfigure"}, "reconfigure"),
+    "after power-on": ({"PAUSE_AFTER": "power-on"}, "power-on"),
+    "waiting for Ready": ({"FAKE_OC_HANG": "wait --for=condition=Ready"}, "Ready"),
+    "before uncordon": ({"FAKE_OC_HANG": "adm uncordon"}, "uncordon"),
+}
+
+
+KILLED_CHANGES = {
+    # the change under way when the run is killed: (the node's role, the new settings)
+    "sizing": ("worker", NEW),
+    "vGPU profile": ("worker", {"profile": "grid_v100-32c"}),
+    "control-plane sizing": ("control-plane", NEW),
+}
+
+
+@pytest.mark.parametrize(("point", "change"), [(point, "sizing") for point in KILL_POINTS] + [
+    ("after power-off", "vGPU profile"), ("after reconfigure", "vGPU profile"),
+    ("after power-off", "control-plane sizing"), ("waiting for Ready", "control-plane sizing")])
+def test_a_run_killed_at_any_step_is_finished_by_the_next_up_before_the_next_node(
+        dsi, conn, workers, log, said, monkeypatch, point, change):
+    pause, step = KILL_POINTS[point]
+    role, settings = KILLED_CHANGES[change]
+    env = {**os.environ, **pause}
+    roll_in_order([(props(conn, workers[0]), props(conn, workers[0], **NEW))])  # the chain's first, done
+    vm = workers[1]
+    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(conn, vm, role=role)),
+                             json.dumps(props(conn, vm, role=role, **settings))], env=env,
+                            cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + 60
+    hang = pause.get("FAKE_OC_HANG", "")
+    try:
+        while time.monotonic() < deadline:
+            lines = log.read_text().splitlines()
+            if "paused" in lines or (hang and any(line.startswith(f"oc {hang}") and WORKERS[1] in line
+                                                  for line in lines)):
+                break
+            assert proc.poll() is None, f"the run ended before {point}: exit {proc.returncode}"
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the run never reached {point}")
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)  # what kill -9 of the engine does to its provider process
+    finally:
+        proc.wait(timeout=30)
+    # the oc stand-in the run left hanging (a child of the killed process) must not answer later
+    subprocess.run(["pkill", "-9", "-f", f"{log.parent}/bin/oc"], check=False)
+    monkeypatch.delenv("FAKE_OC_HANG", raising=False)
+    assert WORKERS[1] in marks(log), f"killed {point}: the node carries the roll's mark"
+    assert undrained_power_offs(log) == []
+    log.write_text(log.read_text() + "--- next up\n")
+    # The next up: the state still holds the old inputs for this node and the ones after it
+    if change == "sizing":
+        converged(workers, log, conn)
+    else:
+        roll_in_order([(props(conn, vm, role=role), props(conn, vm, role=role, **settings))])
+        expected = {"vGPU profile": (1, 32, "grid_v100-32c"), "control-plane sizing": (2, 64, "grid_v100-16c")}
+        assert sizing(vm) == (*expected[change], "poweredOn")
+        assert cluster_state(log).get("cordoned", []) == [] and marks(log) == {}
+    after = log.read_text().split("--- next up\n", 1)[1].splitlines()
+    if change != "sizing":
+        converged(workers, log, conn)
+    finished = [c for c in after if WORKERS[1] in c and not c.startswith("oc get")]
+    others = [i for i, c in enumerate(after) if WORKERS[2] in c]
+    assert not others or after.index(f"oc adm uncordon {WORKERS[1]}") < others[0]  # finished before the next
+    rolled_again = f"vsphere power-off {WORKERS[1]}" in after
+    assert rolled_again == (point in ("after cordon", "after drain")), finished
+    record(f"process killed (SIGKILL), {change}", step, "next up finishes this node first" + (
+        " (drains again, then rolls)" if rolled_again else " without a second power cycle"))
+
+
+def test_a_node_left_down_by_a_killed_run_stops_any_other_node_from_going_down(
+        dsi, conn, workers, log, said, monkeypatch):
+    """A change to a node earlier in the chain than the one a killed run left off: one node at a time
+    holds across runs. The mark and the Ready condition say which node is out; `--target` finishes it."""
+    first, second = workers[0], workers[1]
+    provider = r.NodeRollProvider()
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        # stands for the kill, after the power-off and reconfigure
+        patched.setattr(hostops, "power_on", lambda vm: (_ for _ in ()).throw(KeyboardInterrupt()))
+        provider.update("id", props(conn, second), props(conn, second, **NEW))
+    assert sizing(second)[3] == "poweredOff" and WORKERS[1] in marks(log)
+    with pytest.raises(r.RollStepError) as failed:
+        provider.update("id", props(conn, first), props(conn, first, cpus=3, memory=64))
+    assert failed.value.step == "health before"
+    assert f"another node is out of service: {WORKERS[1]} (an unfinished roll)" in str(failed.value)
+    assert sizing(first) == (1, 32, "grid_v100-16c", "poweredOn")
+    record("another node left down", "health before", "stops before any change; the other node is named")
+    assert r._FAILED_IN_THIS_RUN == [WORKERS[0]]
+    with pytest.raises(r.RollStepError, match=f"the roll of {WORKERS[0]} failed earlier in this run"):
+        provider.update("id", props(conn, second), props(conn, second, **NEW))
+    r._FAILED_IN_THIS_RUN.clear()  # the next up
+    provider.update("id", props(conn, second), props(conn, second, **NEW))  # pulumi up --target <its roll>
+    provider.update("id", props(conn, first), props(conn, first, cpus=3, memory=64))
+    assert sizing(first)[0] == 3 and sizing(second) == (2, 64, "grid_v100-16c", "poweredOn") and marks(log) == {}
+
+
+# ---------------------------------------------------------------- the matrix in docs/day2.md
+
+
+def matrix_table() -> str:
+    faults = list(dict.fromkeys(f for f, _ in sorted(MATRIX, key=lambda k: list(MATRIX).index(k))))
+    lines = ["| fault | step | outcome |", "|---|---|---|"]
+    for fault in faults:
+        for (f, step), outcome in MATRIX.items():
+            if f == fault:
+                lines.append(f"| {f} | {step} | {outcome} |")
+    return "\n".join(lines)
+
+
+def test_the_matrix_in_day2_md_is_the_one_the_tests_find():
+    """Runs last in this module (pytest keeps file order): the table under "The fault matrix" in
+    docs/day2.md is what the tests above recorded, row for row."""
+    if len(MATRIX) < 20:
+        pytest.skip("run with the whole module: the matrix is what the tests above record")
+    text = DAY2.read_text()
+    section = text.split("\n### The fault matrix\n", 1)[1].split("\n#", 1)[0]
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    assert table == matrix_table(), "docs/day2.md's fault matrix differs; the tests find:\n" + matrix_table()
