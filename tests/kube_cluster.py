@@ -358,7 +358,9 @@ class KubeCluster:
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ETCD_NAMESPACE}})
         self.apply({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"etcd-{node}", "namespace": ETCD_NAMESPACE, "labels": {"app": "etcd", "etcd": "true"}},
+            # A static pod's mirror, as the kubelet posts it (kubernetes.io/config.mirror): drain leaves it.
+            "metadata": {"name": f"etcd-{node}", "namespace": ETCD_NAMESPACE, "labels": {"app": "etcd", "etcd": "true"},
+                         "annotations": {"kubernetes.io/config.mirror": f"etcd-{node}-stand-in"}},
             "spec": {"nodeName": node, "priorityClassName": "system-node-critical",
                      "tolerations": [{"operator": "Exists"}],
                      "containers": [{"name": "etcd", "image": "quay.io/openshift/etcd:stand-in"}]},

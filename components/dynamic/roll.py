@@ -500,8 +500,16 @@ class _RollNode(_Node):
     def drain_for(self, timeout_s: int) -> None:
         # No --force: a pod no controller would recreate stops the drain instead of being lost, and
         # oc adm drain evicts (PodDisruptionBudgets are respected) until the timeout.
-        self.must("oc adm drain", "adm", "drain", self.name, "--ignore-daemonsets", "--delete-emptydir-data",
-                  f"--timeout={timeout_s}s", timeout=timeout_s + 60)
+        try:
+            self.must("oc adm drain", "adm", "drain", self.name, "--ignore-daemonsets", "--delete-emptydir-data",
+                      f"--timeout={timeout_s}s", timeout=timeout_s + 60)
+        except NodeDrainError as error:
+            # A budget that blocks: oc retries each eviction until the timeout and ends on "global timeout
+            # reached"; the budget is named in the retries before it.
+            said = [line for line in self.last_stderr.splitlines() if "disruption budget" in line]
+            if not said or "disruption budget" in str(error):
+                raise
+            raise NodeDrainError(f"{error}; {said[-1].strip()}") from None
 
     def roll_mark(self) -> str | None:
         """The boot id an unfinished roll recorded (ROLL_MARK), None when no roll is under way."""

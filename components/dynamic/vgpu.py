@@ -36,9 +36,14 @@ class _Node:
     def __init__(self, oc: str, kubeconfig_path: str, name: str, label: str) -> None:
         self.oc, self.kubeconfig_path, self.name, self.label = oc, kubeconfig_path, name, label
 
+    last_stderr = ""
+    """What the last oc call printed on stderr (a failure's detail may precede its last line)."""
+
     def run(self, *args: str, timeout: float) -> subprocess.CompletedProcess:
-        return subprocess.run([self.oc, *args], env={**os.environ, "KUBECONFIG": self.kubeconfig_path},
+        done = subprocess.run([self.oc, *args], env={**os.environ, "KUBECONFIG": self.kubeconfig_path},
                               capture_output=True, text=True, timeout=timeout, check=False)
+        self.last_stderr = done.stderr
+        return done
 
     def must(self, what: str, *args: str, timeout: float) -> str:
         try:
