@@ -76,7 +76,7 @@ BASE ?= HEAD
 FAIL_ON ?=
 # BASE reaches tools.diff through the environment: the shell never parses it (tools.diff checks it)
 diff: export GPU_LAB_BASE := $(value BASE)
-diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=rerun,reboot,migrate,network,replace,delete,refused exits 1 (a refused step always does)
+diff: setup ## what the engine would do to a lab built from BASE (default HEAD): table, diff.json; FAIL_ON=rerun,reboot,migrate,network,replace,delete,undrained,refused exits 1 (a refused step always does)
 	$(PYTHON) -m tools.diff --stack $(STACK) --base "$$GPU_LAB_BASE" --fail-on "$(FAIL_ON)" --out $(OUT)
 
 baseline: setup ## re-record the upgrade gate's baselines (release/baselines/<stack>.json) of the shipped stacks: at a release

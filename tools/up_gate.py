@@ -4,7 +4,8 @@
     python -m tools.up_gate preview preview.json [--allow reboot,migrate]       `pulumi preview --json`'s steps
 
 Gated effects (GATED): replace, delete, reboot (a VM power-cycled), migrate (a vMotion), network (a
-VM's or host's traffic moves). Exit 1 when any occurs that --allow does not name, listing every
+VM's or host's traffic moves), undrained (GPU_LAB_CLUSTER_GONE=1: a node changed or removed without asking
+its cluster). Exit 1 when any occurs that --allow does not name, listing every
 resource with its effects; the workflow's dispatch input `allow_effects` is passed as --allow. A step
 the engine refuses (protect) stops the run whatever is allowed: the real `up` would fail on it. Exit 2
 on bad input (an unreadable file, a word that is not a gated effect).
@@ -30,7 +31,7 @@ from tools.diff.paths import EFFECTS, UNKNOWN, Path_, changed_paths, parse_path
 from tools.diff.recording import Planned
 from tools.diff.rules import lab_effects, rule_for
 
-GATED = ("replace", "delete", "reboot", "migrate", "network")
+GATED = ("replace", "delete", "reboot", "migrate", "network", "undrained")
 REPLACE_OPS = ("replace", "create-replacement", "delete-replaced", "discard-replaced", "import-replacement",
                "remove-pending-replace")
 DELETE_OPS = ("delete",)

@@ -420,3 +420,33 @@ def test_vm_sizing_stops_the_up_workflow_unless_allowed(plan, tmp_path):
     path.write_text(__import__("json").dumps({"changes": changes(base.run, new.run)}))
     assert up_gate.main(["diff", str(path)]) == 1
     assert up_gate.main(["diff", str(path), "--allow", "reboot"]) == 0
+
+
+def test_the_cluster_gone_setting_is_its_own_effect_in_make_diff_and_the_gate(plan, tmp_path, monkeypatch):
+    """GPU_LAB_CLUSTER_GONE=1 (components/dynamic/roll.py) lets a node's VM change without asking its cluster:
+    make diff names it `undrained` on each roll it would run that way, and the up gate stops on it unless
+    allowed by name; `reboot` alone does not let it through."""
+    from tools import up_gate
+
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.sizing",
+                                   {"cpus": 8, "memoryGb": 32, "diskGb": 100}))
+    monkeypatch.setenv("GPU_LAB_CLUSTER_GONE", "1")
+    found = {c["name"]: c["effects"] for c in changes(base.run, new.run) if c["name"].endswith("-roll")}
+    assert found == {f"vms-{w}-roll": ["reboot", "undrained"] for w in builders.WORKERS}
+    path = tmp_path / "diff.json"
+    path.write_text(__import__("json").dumps({"changes": changes(base.run, new.run)}))
+    assert up_gate.main(["diff", str(path), "--allow", "reboot"]) == 1
+    assert up_gate.main(["diff", str(path), "--allow", "reboot,undrained"]) == 0
+    monkeypatch.setenv("GPU_LAB_CLUSTER_GONE", "0")
+    assert all(c["effects"] == ["reboot"] for c in changes(base.run, new.run) if c["name"].endswith("-roll"))
+
+
+def test_a_node_removed_while_the_cluster_is_gone_is_an_undrained_delete(plan, monkeypatch):
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", builders.WORKERS[:-1]))
+    last = builders.WORKERS[-1]
+    removal = f"openshift-nodes-{last}"
+    assert {c["name"]: c["effects"] for c in changes(base.run, new.run)}[removal] == ["delete"]
+    monkeypatch.setenv("GPU_LAB_CLUSTER_GONE", "1")  # remove-node.sh then lets it go without a drain
+    assert {c["name"]: c["effects"] for c in changes(base.run, new.run)}[removal] == ["delete", "undrained"]

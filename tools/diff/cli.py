@@ -84,7 +84,9 @@ def roll_line(roll: dict) -> str:
     what = {frozenset({"worker"}): "workers" if n > 1 else "worker",
             frozenset({"control-plane"}): "control-plane nodes" if n > 1 else "control-plane node"}.get(
         frozenset(roles), "nodes" if n > 1 else "node")
-    return f"rolls {n} {what} one at a time ({roll['effect']}, drained first): {', '.join(roll['nodes'])}"
+    how = ("drained first" if roll.get("drained", True)
+           else "undrained: GPU_LAB_CLUSTER_GONE=1, the cluster is not asked")
+    return f"rolls {n} {what} one at a time ({roll['effect']}, {how}): {', '.join(roll['nodes'])}"
 
 
 def table(steps: list[Step], stack: str, base: str, ref: str, base_missing: bool,
@@ -138,6 +140,17 @@ def state_only_line(steps: list[Step]) -> str:
             "(diff.json stateOnly)")
 
 
+def _cluster_gone_setting() -> None:
+    """GPU_LAB_CLUSTER_GONE as the roll reads it (1 or unset): another value is bad input here too."""
+    from components.dynamic.provider import VsphereOperationError
+    from components.dynamic.roll import cluster_gone
+
+    try:
+        cluster_gone()
+    except VsphereOperationError as err:
+        raise BadInput(str(err)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.diff", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="lab")
@@ -150,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         fail_on = parse_fail_on(args.fail_on)
+        _cluster_gone_setting()
         commit = resolve_base(args.base)
         # The working tree is planned on top of what the base built, as on the lab: the program reads
         # the deployed state (the identity guard; which nodes run, and roll one after another). While

@@ -274,12 +274,13 @@ class Engine:
         """The nodes whose VM a roll powers off and on, in the order they go (components/dynamic/roll.py:
         each node's NodeRoll waits for the previous one, so they go one at a time)."""
         rebooting = {s.urn for s in steps if s.op == "update" and "reboot" in s.effects}
+        undrained = {s.urn for s in steps if "undrained" in s.effects}
         nodes = [(str(r.inputs.get("vmName")), str(r.inputs.get("role")))
                  for urn in self.order if urn in rebooting and (r := self.new[urn]).inputs.get("kind") == ROLL_KIND]
         if not nodes:
             return []
         return [{"effect": "reboot", "nodes": [n for n, _ in nodes], "roles": [role for _, role in nodes],
-                 "oneAtATime": True}]
+                 "oneAtATime": True, "drained": not (rebooting & undrained)}]
 
     def run(self) -> list[Step]:
         steps = [s.step for urn in self.order if (s := self.visit(urn)).step is not None]

@@ -9,10 +9,12 @@ from collections.abc import Iterable
 from typing import Any
 
 OPS = ("create", "update", "replace", "delete")
-EFFECTS = ("rerun", "reboot", "migrate", "network", "replace", "delete", "refused")
+EFFECTS = ("rerun", "reboot", "migrate", "network", "replace", "delete", "undrained", "refused")
 """What a step does to a running lab: a Command's script runs (rerun), a VM is power-cycled (reboot),
 moved by a vMotion (migrate), a VM's or host's traffic moves (network: a VLAN, a NIC's network, uplinks,
-a vmk), the resource is replaced or deleted, or the engine refuses the step (protect)."""
+a vmk), the resource is replaced or deleted, a node's VM changes or its node leaves without asking the
+cluster (undrained: GPU_LAB_CLUSTER_GONE=1 in the environment, components/dynamic/roll.py), or the
+engine refuses the step (protect)."""
 SECRET = "[secret sha256]"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 """A value not known before the update: the string the engine's wire format uses for it

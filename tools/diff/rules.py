@@ -11,8 +11,8 @@ from typing import Any
 
 from pulumi.dynamic import ResourceProvider
 
+from components.dynamic.roll import CLUSTER_GONE, ROLLED, cluster_gone
 from components.dynamic.roll import KIND as ROLL_KIND
-from components.dynamic.roll import ROLLED
 from components.vsphere.provider_facts import (
     FORCE_NEW,
     MIGRATE_INPUTS,
@@ -116,7 +116,10 @@ class CommandRule(Rule):
         if op == "replace":
             return ["replace"] + (["rerun"] if inputs.get("create") is not None else [])
         if op == "delete":
-            return ["delete"]
+            # A node's removal (components/openshift/scripts/remove-node.sh) reads GPU_LAB_CLUSTER_GONE
+            # from the environment of the run: with it, the node's machine goes without a drain.
+            undrained = old is not None and CLUSTER_GONE in str(old.inputs.get("delete") or "") and cluster_gone()
+            return ["delete", *(["undrained"] if undrained else [])]
         return ["rerun"] if runs else []
 
 
@@ -391,6 +394,8 @@ class DynamicRule(Rule):
         rebooted = (op in ("replace", "delete") and kind in DYNAMIC_REBOOTS_ON_DELETE) or (
             op == "update" and any(p[:1] and p[0] in triggers for p in paths))
         extra = ["reboot"] if rebooted else []
+        if rebooted and kind == ROLL_KIND and cluster_gone():
+            extra.append("undrained")
         return sorted(set(super().effects(op, old, new, inputs, paths) + extra), key=EFFECTS.index)
 
 
