@@ -5,7 +5,8 @@ cluster reports after lab-vcsim powers the VM on, and a rejected kubeconfig is a
 
 The cases of the fault matrix (tests/vsphere/test_node_roll.py) that depend on the cluster's own answers:
 the whole roll, a rejected token, a PodDisruptionBudget that blocks the drain, a run killed after the
-power-off, and a control-plane node whose etcd operator is Progressing.
+power-off, a control-plane node whose etcd operator is Progressing; and a node's removal
+(components/openshift/scripts/remove-node.sh) with a rejected token, a blocking budget, and for real.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from test_node_roll import KILLABLE
 
 from components.dynamic import hostops
 from components.dynamic import roll as r
+from components.openshift.files.common import render_script
 
 WORKERS = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1", "DC0_H0_VM0"]  # lab-vcsim has four VMs
 CONTROL_PLANE = "DC0_H0_VM1"
@@ -237,3 +239,44 @@ def test_a_control_plane_node_waits_for_the_etcd_operator(sim, vms, lab):
     assert schedulable(lab, node) and mark(lab, node) is None
     etcd = lab.get("pod", "-n", "openshift-etcd", f"etcd-{node}")
     assert any(c["type"] == "Ready" and c["status"] == "True" for c in etcd["status"]["conditions"])
+
+
+# ---------------------------------------------------------------- a node that leaves
+
+
+def remove_node(cluster, node: str, kubeconfig: str | None = None, **env: str) -> subprocess.CompletedProcess:
+    """components/openshift/scripts/remove-node.sh as the node's Command deletes it: the kubeconfig on stdin."""
+    script = render_script("remove-node.sh", {"OC": str(cluster.oc_path), "NODE_NAMES": node, "DRAIN_TIMEOUT_S": 10})
+    return subprocess.run(["sh", "-c", script], input=kubeconfig or cluster.kubeconfig, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env})
+
+
+def test_a_leaving_node_is_not_let_go_by_a_cluster_that_rejects_the_kubeconfig(lab):
+    token = lab.kubeconfig.split("token: ", 1)[1].split()[0]
+    node = WORKER_NODES[2]
+    stopped = remove_node(lab, node, lab.kubeconfig.replace(token, "not-the-token"))
+    assert stopped.returncode == 1 and "does not answer" in stopped.stderr and "Unauthorized" in stopped.stderr
+    assert node in lab.nodes and schedulable(lab, node)
+
+
+def test_a_leaving_node_whose_drain_a_pdb_blocks_stays_in_the_cluster(lab):
+    workload(lab, 2, min_available=2)
+    node = next(n for n in WORKER_NODES if lab.get("pods", "-n", "ml", "--field-selector", f"spec.nodeName={n}")
+                .get("items"))
+    stopped = remove_node(lab, node)
+    assert stopped.returncode == 1 and "could not be drained" in stopped.stderr
+    assert lab.get("node", node)["metadata"]["name"] == node  # still in the cluster, cordoned
+
+
+def test_a_leaving_node_is_drained_and_deleted_through_the_real_eviction(lab):
+    workload(lab, 3, max_unavailable=1)
+    node = WORKER_NODES[2]
+    done = remove_node(lab, node)
+    assert done.returncode == 0, done.stderr
+    assert f"node {node} drained and deleted" in done.stdout
+    assert lab.kubectl("get", "node", node).returncode != 0
+    wait_for(lambda: lab.get("deployment", "-n", "ml", "train").get("status", {}).get("readyReplicas") == 3, 60,
+             "the workload rescheduled on the other nodes")
+    again = remove_node(lab, node)  # an answering cluster that no longer lists it: nothing to take out
+    assert again.returncode == 0 and "nothing to drain" in again.stderr
+    lab.add_nodes(KubeNode(node, gpu=True))  # for the tests after this one
