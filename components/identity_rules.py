@@ -27,6 +27,13 @@ ETCD_REPLACEMENT = (
     "OpenShift Container Platform, \"Replacing an unhealthy etcd member\", https://docs.openshift.com/"
     "container-platform/4.16/backup_and_restore/control_plane_backup_and_restore/"
     "replacing-unhealthy-etcd-member.html), not by editing vsphere.controlPlane.names")
+BOOTSTRAP_TWO_STEPS = (
+    "the bootstrap VM's addresses stay reserved until the `pulumi up` after the one that deletes it: drop "
+    "vsphere.bootstrap (with openshift.bootstrap: false) in one `pulumi up`, then add the new node with that "
+    "address in the next")
+SWITCH_TWO_STEPS = (
+    "retire the old switch's configuration first: remove it from gpu-lab:switches in one `pulumi up` (its "
+    "configuration is undone while it still runs what it ran), then add the new one in the next")
 TWO_STEPS = ("remove the old node in one `pulumi up` (it is drained and its VM deleted), then add the new one in "
              "the next, or give the new node addresses (and a host) no removed node holds")
 
@@ -69,7 +76,7 @@ def identity_of(lab: LabConfig) -> dict[str, Any]:
         helper = lab.openshift.helper
         identity["helper"] = {"address": str(helper.address), "port": helper.port, "user": helper.user}
     if lab.switches:
-        identity["switches"] = {sw.name: {"os": sw.os} for sw in lab.switches}
+        identity["switches"] = {sw.name: {"os": sw.os, "address": str(sw.management_address)} for sw in lab.switches}
     return identity
 
 
@@ -103,6 +110,11 @@ def identity_warnings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[st
         if new.get(key) and key not in old:
             warnings.append(f"{what}: the deployed lab was built by a gpu-lab that did not record them; this run "
                             "records them and cannot check a change of them: compare `make diff` with the lab")
+    before, after = old.get("switches") or {}, new.get("switches") or {}
+    if any("address" not in v for v in before.values()) and after:
+        warnings.append("switches' addresses: the deployed lab was built by a gpu-lab that did not record them; this "
+                        "run records them and cannot tell a renamed switch from a new one: compare `make diff` with "
+                        "the lab")
     return warnings
 
 
@@ -140,6 +152,18 @@ def _switch_problems(old: Mapping[str, Any] | None, new: Mapping[str, Any] | Non
                 f"{before}'s commands, which would run against {after}; remove the switch from gpu-lab:switches in "
                 f"one `pulumi up` (its configuration is undone while it still runs {before}), reinstall it, then add "
                 f"it back with os {after!r} in the next")
+    # A switch is its address as well as its name: a new name on the address of a removed switch is the
+    # same device, and the removed name's undo (in its old OS's commands) would run after the new apply.
+    for new_name, old_name, _ in held_by_removed(
+            [(n, {"address": new[n].get("address")}) for n in sorted(set(new) - set(old))],
+            [(n, {"address": old[n].get("address")}) for n in sorted(set(old) - set(new))]):
+        before, after = old[old_name].get("os"), new[new_name].get("os")
+        os_change = f", and its os {before!r} -> {after!r}" if before != after else ""
+        problems.append(
+            f"switches: {new_name} takes address {new[new_name]['address']} of {old_name}, removed in the same "
+            f"`pulumi up`{os_change}: one device under two names; the new switch is configured before "
+            f"{old_name}'s configuration is undone by {before}'s commands against the same address; "
+            + SWITCH_TWO_STEPS)
     return problems
 
 
@@ -176,10 +200,11 @@ def _replacement_problems(before: VsphereConfig, after: VsphereConfig) -> list[s
     before it deletes the old one, so both run at once with the same address, or want the same
     host's GPU share), and a new worker beside a vGPU profile change (its create would race the
     roll for the host's GPU share)."""
-    old = {vm.name: vm for vm in planned_vms(before, with_bootstrap=False)}
-    new = {vm.name: vm for vm in planned_vms(after, with_bootstrap=False)}
+    # The bootstrap VM counts as removed when the section drops it: its delete follows the creates too.
+    old = {vm.name: vm for vm in planned_vms(before, with_bootstrap=True)}
+    new = {vm.name: vm for vm in planned_vms(after, with_bootstrap=True)}
     removed = [vm for name, vm in old.items() if name not in new]
-    added = [vm for name, vm in new.items() if name not in old]
+    added = [vm for name, vm in new.items() if name not in old and vm.role != "bootstrap"]
     problems = []
     gone_cp = [vm.name for vm in removed if vm.role == "control-plane"]
     if gone_cp:
@@ -187,22 +212,26 @@ def _replacement_problems(before: VsphereConfig, after: VsphereConfig) -> list[s
         what = (f"renames control-plane node(s) {', '.join(gone_cp)} to {', '.join(came)}" if came
                 else f"removes control-plane node(s) {', '.join(gone_cp)}")
         problems.append(f"vsphere.controlPlane.names: the edit {what}; {ETCD_REPLACEMENT}")
-    for new_vm in added:
-        for old_vm in removed:
-            if old_vm.role == "control-plane":
-                continue
-            shared = [f"{label} {mine}" for label, mine, theirs in (
-                ("management address", new_vm.management_address, old_vm.management_address),
-                ("RDMA address", new_vm.rdma_address, old_vm.rdma_address),
-                ("MAC", new_vm.mac, old_vm.mac)) if mine is not None and mine == theirs]
-            if new_vm.vgpu_profile and old_vm.vgpu_profile and new_vm.host == old_vm.host:
-                shared.append(f"the GPU share of host {new_vm.host}")
-            if shared:
-                problems.append(
-                    f"vsphere.{'workers' if new_vm.role == 'worker' else 'controlPlane'}.names: new node "
-                    f"{new_vm.name} would take {', '.join(shared)} that node {old_vm.name}, removed in the same "
-                    f"`pulumi up`, still holds (the new VM is created before the old one is deleted); "
-                    + TWO_STEPS)
+    def holds(vm: Any) -> dict[str, str | None]:
+        held = {"management address": vm.management_address, "RDMA address": vm.rdma_address, "MAC": vm.mac}
+        if vm.vgpu_profile:
+            held[f"the GPU share of host {vm.host}"] = "gpu"
+        return held
+
+    for new_vm, old_vm, shared in held_by_removed(
+            [(vm, holds(vm)) for vm in added],
+            [(vm, holds(vm)) for vm in removed if vm.role != "control-plane"]):
+        key = f"vsphere.{'workers' if new_vm.role == 'worker' else 'controlPlane'}.names"
+        if old_vm.role == "bootstrap":
+            problems.append(
+                f"{key}: new node {new_vm.name} would take {', '.join(shared)} of the bootstrap VM "
+                f"{old_vm.name}, which this `pulumi up` deletes (the new VM is created before it is): "
+                + BOOTSTRAP_TWO_STEPS)
+        else:
+            problems.append(
+                f"{key}: new node {new_vm.name} would take {', '.join(shared)} that node {old_vm.name}, removed "
+                f"in the same `pulumi up`, still holds (the new VM is created before the old one is deleted); "
+                + TWO_STEPS)
     if before.workers.vgpu_profile != after.workers.vgpu_profile:
         new_workers = [vm.name for vm in added if vm.role == "worker"]
         if new_workers:
@@ -212,6 +241,22 @@ def _replacement_problems(before: VsphereConfig, after: VsphereConfig) -> list[s
                 "roll of the running workers for their hosts' GPU share; change the profile in one `pulumi up` "
                 "and add the workers in the next")
     return problems
+
+
+def held_by_removed(added: list[tuple[Any, Mapping[str, Any]]], removed: list[tuple[Any, Mapping[str, Any]]]
+                    ) -> list[tuple[Any, Any, list[str]]]:
+    """(new item, removed item, what they share) for each new item that would take what an item removed
+    in the same `up` still holds: the engine creates before it deletes, so both hold it at once, and the
+    removed item's delete then undoes it under the new one. Each item comes with {label: value}; a None
+    value holds nothing."""
+    found = []
+    for new_item, mine in added:
+        for old_item, theirs in removed:
+            shared = [label if value == "gpu" else f"{label} {value}" for label, value in mine.items()
+                      if value is not None and theirs.get(label) == value]
+            if shared:
+                found.append((new_item, old_item, shared))
+    return found
 
 
 def _cluster_problems(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:

@@ -3,12 +3,14 @@ components/dynamic/guard.py)."""
 
 from __future__ import annotations
 
+import copy
+
 import builders
 import yaml
 
 from components.config import load_lab
 from components.dynamic.guard import _PROVIDER
-from components.identity_rules import identity_of, identity_problems
+from components.identity_rules import identity_of, identity_problems, identity_warnings
 from tools.mockrun import run_program
 
 
@@ -159,3 +161,74 @@ def test_a_vgpu_profile_change_beside_a_new_worker_is_refused():
     assert problem.startswith("vsphere.workers.vgpuProfile: grid_v100-16c -> grid_v100-32c in the same `pulumi up` "
                               "as new worker(s) w05")
     assert identity_problems(before, identity(lab(**{"gpu-lab:vsphere.workers.vgpuProfile": "grid_v100-32c"}))) == []
+
+
+# ---------------------------------------------------------------- a device is its address as well as its name
+
+
+def _switch(config: dict, **changes) -> dict:
+    config = copy.deepcopy(config)
+    config["gpu-lab:switches"][0].update(changes)
+    return config
+
+
+def _cumulus(config: dict, name: str) -> dict:
+    return _switch(config, name=name, os="cumulus", user="cumulus", ports={"hosts": ["swp1", "swp2", "swp3", "swp4"]})
+
+
+def test_a_renamed_switch_that_changes_os_is_refused_with_the_two_ups():
+    before = identity(lab())
+    after = identity(_cumulus(lab(), "sw09"))
+    (problem,) = identity_problems(before, after)
+    assert problem.startswith("switches: sw09 takes address 172.16.31.2 of sw01, removed in the same `pulumi up`, "
+                              "and its os 'onyx' -> 'cumulus': one device under two names")
+    assert "retire the old switch's configuration first: remove it from gpu-lab:switches in one `pulumi up`" in problem
+    assert check(before, after) == [problem]
+
+
+def test_two_names_for_one_address_are_refused_even_with_the_same_os():
+    (problem,) = identity_problems(identity(lab()), identity(_switch(lab(), name="sw09")))
+    assert "sw09 takes address 172.16.31.2 of sw01" in problem and "its os" not in problem
+
+
+def test_a_switch_retired_in_one_up_and_added_under_a_new_name_in_the_next_passes():
+    retired = lab()
+    retired["gpu-lab:switches"] = []
+    assert identity_problems(identity(lab()), identity(retired)) == []
+    readded = _cumulus(lab(), "sw09")
+    assert identity_problems(identity(retired), identity(readded)) == []
+    # a new switch on another address beside the removed one is no rename either
+    assert identity_problems(identity(lab()), identity(_switch(lab(), name="sw09", managementAddress="172.16.31.9"))) \
+        == []
+
+
+def test_a_lab_that_did_not_record_switch_addresses_is_warned_not_refused():
+    before = identity(lab())
+    for sw in before["switches"].values():
+        del sw["address"]
+    after = identity(_switch(lab(), name="sw09"))
+    assert identity_problems(before, after) == []
+    assert any("switches' addresses" in w for w in identity_warnings(before, after))
+
+
+def _without_bootstrap(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    del config["gpu-lab:vsphere"]["bootstrap"]
+    config["gpu-lab:openshift"]["bootstrap"] = False
+    return config
+
+
+def test_the_bootstrap_vms_address_cannot_go_to_a_new_worker_in_the_up_that_deletes_it():
+    base = lab()
+    retired = _without_bootstrap(base)
+    taking = _without_bootstrap(lab(**{"gpu-lab:vsphere.workers.names": [*builders.WORKERS, "w05"],
+                                       "gpu-lab:vsphere.workers.managementAddresses": [
+                                           "172.16.7.51", "172.16.7.52", "172.16.7.53", "172.16.7.54",
+                                           "172.16.7.10"]}))
+    (problem,) = identity_problems(identity(base), identity(taking))
+    assert problem.startswith("vsphere.workers.names: new node w05 would take management address 172.16.7.10 of the "
+                              "bootstrap VM bs01, which this `pulumi up` deletes")
+    assert "stay reserved until the `pulumi up` after the one that deletes it" in problem
+    # the two steps: the bootstrap VM goes in one up, its address is free in the next
+    assert identity_problems(identity(base), identity(retired)) == []
+    assert identity_problems(identity(retired), identity(taking)) == []
