@@ -7,6 +7,7 @@ Each section lives beside the component that uses it and contributes its own rul
     gpu-lab:switches   -> components.switch.model.SwitchConfig list     (optional)
     gpu-lab:addons     -> components.addons.model.AddonsConfig          (optional)
     gpu-lab:lifecycle  -> components.config.Lifecycle                   (optional)
+    gpu-lab:mirror     -> components.mirror.MirrorConfig                (optional)
 
 `load_lab` is the single entry point: it returns a LabConfig or raises one ConfigError
 listing every problem, before any resource is registered. Each section's structure is checked
@@ -36,6 +37,7 @@ from components.addons.rules import registry_auth_problems
 from components.addons.rules import required_secrets as addons_required_secrets
 from components.facts import PlannedHost, PlannedVm
 from components.lab_plan import LabPlan, plan_lab
+from components.mirror import MirrorConfig
 from components.model import ConfigError, Model, Problem, closest, problems_from_validation_error
 from components.openshift.model import OpenShiftConfig
 from components.openshift.rules import check as check_openshift
@@ -46,8 +48,10 @@ from components.switch.rules import check as check_switches
 from components.vsphere.model import VsphereConfig
 from components.vsphere.rules import check as check_vsphere
 
-SECTIONS = ("vsphere", "openshift", "switches", "addons", "lifecycle")
+SECTIONS = ("vsphere", "openshift", "switches", "addons", "lifecycle", "mirror")
 """Config keys under the `gpu-lab:` namespace that hold structured sections."""
+BUILDING = SECTIONS[:4]
+"""The sections that build something; lifecycle and mirror only say how."""
 
 NAMESPACE = "gpu-lab"
 
@@ -68,11 +72,12 @@ class LabConfig(Model):
     switches: list[SwitchConfig] = Field(default_factory=list)
     addons: AddonsConfig = Field(default_factory=AddonsConfig)
     lifecycle: Lifecycle = Field(default_factory=Lifecycle)
+    mirror: MirrorConfig | None = None
 
     @cached_property
     def plan(self) -> LabPlan:
         """The facts the sections share, derived once from the validated sections (components/lab_plan.py)."""
-        return plan_lab(self.vsphere, self.openshift, self.switches, self.addons)
+        return plan_lab(self.vsphere, self.openshift, self.switches, self.addons, self.mirror)
 
     def hosts(self) -> list[PlannedHost]:
         """Worker ESXi hosts with their RDMA uplinks and vmk address (empty without vSphere)."""
@@ -157,9 +162,9 @@ def load_lab(sections: Mapping[str, Any]) -> LabConfig:
         guess = closest(key, [*SECTIONS, *_secret_keys()])
         problems.append(Problem(key, f"{message}; did you mean {guess}?" if guess else message))
     given = {k: v for k, v in sections.items() if k in SECTIONS}
-    if not set(given) - {"lifecycle"} and not problems:
+    if not set(given) & set(BUILDING) and not problems:
         problems.append(Problem(NAMESPACE, f"no configuration: the stack sets none of {NAMESPACE}:"
-                                           f"{f', {NAMESPACE}:'.join(SECTIONS[:-1])}, so there is nothing to build"))
+                                           f"{f', {NAMESPACE}:'.join(BUILDING)}, so there is nothing to build"))
     validated: dict[str, Any] = {}
     sound = set(SECTIONS)
     for key, value in given.items():

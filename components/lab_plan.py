@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from components.addons.model import AddonsConfig
 from components.addons.plan import AddonsLab
 from components.facts import PlannedHost, PlannedVm, VsphereFacts
+from components.mirror import MirrorConfig, mirror_plan
 from components.openshift.model import OpenShiftConfig
 from components.openshift.plan import ClusterPlan
 from components.openshift.plan import plan as cluster_plan
@@ -47,9 +48,10 @@ class LabPlan:
 
 
 def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
-             switches: list[SwitchConfig], addons: AddonsConfig) -> LabPlan:
+             switches: list[SwitchConfig], addons: AddonsConfig, mirror: MirrorConfig | None = None) -> LabPlan:
     """The lab plan of validated sections (a section left out is None, or empty)."""
     bootstrap_vm_wanted = openshift is not None and openshift.bootstrap
+    mirrored = mirror_plan(mirror)
     facts: VsphereFacts | None = None
     fabric: RoceFabricPlan | None = None
     vms: LabVmsPlan | None = None
@@ -60,8 +62,8 @@ def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
         vsphere=facts,
         roce_fabric=fabric,
         lab_vms=vms,
-        cluster=cluster_plan(openshift, facts) if openshift is not None else None,
-        addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None),
+        cluster=cluster_plan(openshift, facts, mirrored) if openshift is not None else None,
+        addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None, mirror=mirrored),
         switches=tuple(switch_plan(s, facts) for s in switches),
         rdma_lossless=all(s.roce.pfc_mode == "lossless" for s in switches),
     )

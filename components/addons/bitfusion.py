@@ -24,6 +24,7 @@ from components.addons.jobs import SERVICE_ACCOUNT, acceptance_job, job_labels
 from components.addons.kube import Kube, metadata, role_of
 from components.addons.plan import BitfusionPlan
 from components.addons.rdma import privileged_scc_binding
+from components.mirror import MirrorPlan
 from components.secrets import LabSecrets
 
 SECRET = "bitfusion-secret"
@@ -136,7 +137,12 @@ def benchmark_job(namespace: str, image: str, gpus: int, fraction: float) -> dic
     return _client_job(BENCHMARK_JOB, namespace, image, command, limits={RESOURCE: share})
 
 
-def device_plugin() -> list[dict[str, Any]]:
+def image_repository(mirror: MirrorPlan | None) -> str:
+    """Where the Bitfusion platform images come from."""
+    return mirror.repository(versions.BITFUSION_IMAGE_REPO) if mirror is not None else versions.BITFUSION_IMAGE_REPO
+
+
+def device_plugin(mirror: MirrorPlan | None = None) -> list[dict[str, Any]]:
     name = "bitfusion-device-plugin"
     labels = {"app": name}
     return [
@@ -147,7 +153,7 @@ def device_plugin() -> list[dict[str, Any]]:
              "hostNetwork": True,
              "containers": [{
                  "name": name,
-                 "image": f"{versions.BITFUSION_IMAGE_REPO}/bitfusion-device-plugin:{versions.BITFUSION_K8S}",
+                 "image": f"{image_repository(mirror)}/bitfusion-device-plugin:{versions.BITFUSION_K8S}",
                  # Registers with kubelet through its socket directory (infrastructure, not a job).
                  "securityContext": {"privileged": True},
                  "env": [{"name": "SOCKET_NAME", "value": "bitfusion.io"},
@@ -161,9 +167,9 @@ def device_plugin() -> list[dict[str, Any]]:
     ]
 
 
-def sidecar_config() -> str:
+def sidecar_config(mirror: MirrorPlan | None = None) -> str:
     """What the webhook adds to pods it manages: the client files and the tokens."""
-    client_image = f"{versions.BITFUSION_IMAGE_REPO}/bitfusion-client:{versions.BITFUSION_K8S}"
+    client_image = f"{image_repository(mirror)}/bitfusion-client:{versions.BITFUSION_K8S}"
     secret_item = lambda key, path, mode: {"secret": {"secretName": SECRET,  # noqa: E731
                                                       "items": [{"key": key, "path": path, "mode": mode}]}}
     config = {
@@ -209,7 +215,7 @@ def client_config() -> str:
     return yaml.safe_dump({"BitfusionClients": clients}, sort_keys=False)
 
 
-def webhook(openshift: bool) -> list[dict[str, Any]]:
+def webhook(openshift: bool, mirror: MirrorPlan | None = None) -> list[dict[str, Any]]:
     """The injector: Deployment, Service, its configuration and the webhook registrations.
 
     Its serving certificate comes from OpenShift's service CA, elsewhere from cert-manager.
@@ -225,7 +231,7 @@ def webhook(openshift: bool) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(name, ns)},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata("bwki-webhook-configmap", ns),
-         "data": {"sidecarconfig.yaml": sidecar_config()}},
+         "data": {"sidecarconfig.yaml": sidecar_config(mirror)}},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata("bwki-bitfusion-client-configmap", ns),
          "data": {"bitfusion-client-config.yaml": client_config()}},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(name, ns, labels=labels),
@@ -235,7 +241,7 @@ def webhook(openshift: bool) -> list[dict[str, Any]]:
                  "serviceAccountName": name,
                  "containers": [{
                      "name": "webhook",
-                     "image": f"{versions.BITFUSION_IMAGE_REPO}/bitfusion-webhook:{versions.BITFUSION_K8S}",
+                     "image": f"{image_repository(mirror)}/bitfusion-webhook:{versions.BITFUSION_K8S}",
                      "args": ["-sidecarCfgFile=/etc/webhook/config/sidecarconfig.yaml",
                               "-bitfusionClientConfig=/etc/webhook/bitfusion-client-config/"
                               "bitfusion-client-config.yaml",
@@ -295,13 +301,13 @@ def deploy_bitfusion(kube: Kube, bf: BitfusionPlan, secrets: LabSecrets, workloa
     token = secrets.require("bitfusion_client_token", "Bitfusion clients authenticate with the tokens archive")
     system_secret = kube.register("bitfusion-secret-kube-system", token_secret("kube-system", token))
     job_secret = kube.register("bitfusion-secret-workloads", token_secret(workload_namespace, token), after)
-    plugin = [kube.register(role_of(m), m, [system_secret]) for m in device_plugin()]
+    plugin = [kube.register(role_of(m), m, [system_secret]) for m in device_plugin(kube.mirror)]
     if kube.openshift:
         kube.register("bitfusion-device-plugin-privileged",
                       privileged_scc_binding("bitfusion-device-plugin-privileged", "kube-system",
                                              "bitfusion-device-plugin"))
     ns = kube.namespace("bitfusion-namespace", WEBHOOK_NAMESPACE, privileged=False)
-    for m in webhook(kube.openshift):
+    for m in webhook(kube.openshift, kube.mirror):
         kube.register(role_of(m), m, [ns, system_secret])
     names = []
     jobs = []

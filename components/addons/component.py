@@ -66,14 +66,17 @@ class ClusterAddons(pulumi.ComponentResource):
                 "gpu-lab:kubeconfig is not set but add-ons are enabled and no OpenShift install in this stack "
                 "provides a kubeconfig; set it with: "
                 "pulumi config set --secret gpu-lab:kubeconfig \"$(cat kubeconfig)\"")
-        super().__init__("gpu-lab:addons:ClusterAddons", name,
-                         {"enabled": addons.enabled, "versions": versions.summary()}, opts)
+        props: dict[str, object] = {"enabled": addons.enabled, "versions": versions.summary()}
+        if addons.mirror is not None:
+            # the policy pack holds every add-on to it (policies/rules/mirror.py)
+            props["mirror"] = {"registry": addons.mirror.registry, "charts": addons.mirror.charts}
+        super().__init__("gpu-lab:addons:ClusterAddons", name, props, opts)
 
         # The one edge set to the nodes and VMs (see ClusterAddonsArgs.after): it grows with the lab
         # once, not once per add-on object.
         provider = k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(args.kubeconfig),
                                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)))
-        kube = Kube(name, self, provider, openshift=addons.openshift, nodes=args.nodes)
+        kube = Kube(name, self, provider, openshift=addons.openshift, nodes=args.nodes, mirror=addons.mirror)
         workload_ns = addons.jobs.namespace
 
         nfd = deploy_nfd(kube) if addons.nfd else None

@@ -14,8 +14,10 @@ from typing import Any
 import pulumi
 
 from components.addons import versions
+from components.addons.images import with_mirror
 from components.addons.kube import Kube, helm_release, metadata
 from components.addons.plan import AddonsPlan, Licensing
+from components.mirror import MirrorPlan
 from components.secrets import LabSecrets
 
 NFD_NAMESPACE = "node-feature-discovery"
@@ -25,13 +27,13 @@ REGISTRY_SECRET = "registry-secret"
 FEATURE_TYPE_VGPU = 1  # gridd.conf FeatureType for NVIDIA vGPU guests
 
 
-def nfd_values() -> dict[str, Any]:
+def nfd_values(mirror: MirrorPlan | None = None) -> dict[str, Any]:
     # Label network (02), display (03) and accelerator classes by vendor so both operators find
     # GPUs (pci-10de) and ConnectX NICs (pci-15b3).
-    return {"worker": {"config": {"sources": {"pci": {
+    return with_mirror({"worker": {"config": {"sources": {"pci": {
         "deviceClassWhitelist": ["02", "03", "0b40", "12"],
         "deviceLabelFields": ["vendor"],
-    }}}}}
+    }}}}}, versions.NFD_IMAGES, mirror)
 
 
 def render_gridd_conf(licensing: Licensing) -> str:
@@ -58,12 +60,12 @@ def gpu_operator_values(addons: AddonsPlan, openshift: bool) -> dict[str, Any]:
     if gpu.gpudirect_rdma:
         # The DeepOps nodes run MOFED on the host, so no driver container for it.
         driver["rdma"] = {"enabled": True, "useHostMofed": True}
-    return {
+    return with_mirror({
         # one NFD per cluster (nfd_source)
         "nfd": {"enabled": addons.nfd_source == "gpuOperator"},
         "platform": {"openshift": openshift},
         "driver": driver,
-    }
+    }, versions.GPU_OPERATOR_IMAGES, addons.mirror)
 
 
 def registry_secret(registry_auth: pulumi.Input[str]) -> dict[str, Any]:
@@ -83,7 +85,7 @@ def licensing_secret(gridd_conf: pulumi.Input[str], token: pulumi.Input[str] | N
 
 def deploy_nfd(kube: Kube) -> pulumi.Resource:
     ns = kube.namespace("nfd-namespace", NFD_NAMESPACE)
-    return helm_release(kube, "nfd", versions.NFD, NFD_NAMESPACE, nfd_values(), depends_on=[ns])
+    return helm_release(kube, "nfd", versions.NFD, NFD_NAMESPACE, nfd_values(kube.mirror), depends_on=[ns])
 
 
 def deploy_gpu_operator(kube: Kube, addons: AddonsPlan, secrets: LabSecrets,

@@ -16,6 +16,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.mirror import MirrorPlan
+
 # Operators and device plugins run privileged pods in their namespaces; OpenShift would
 # otherwise rewrite the Pod Security labels from the SCCs a namespace's accounts may use.
 PRIVILEGED_NAMESPACE_LABELS = {
@@ -41,6 +43,8 @@ class Kube:
     openshift: bool
     nodes: Mapping[str, Sequence[pulumi.Resource]] = field(default_factory=dict)
     """Node name -> what a child pinned to that node also waits for (ClusterAddonsArgs.nodes)."""
+    mirror: MirrorPlan | None = None
+    """Where the charts come from when set."""
 
     def child(self, role: str) -> str:
         return f"{self.name}-{role}"
@@ -148,13 +152,19 @@ def metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str,
 
 def helm_release(kube: Kube, role: str, chart, namespace: str, values: Mapping[str, Any],
                  depends_on: Sequence[pulumi.Resource | None] = ()) -> k8s.helm.v3.Release:
-    """A Helm release the provider installs; nothing is fetched by this program."""
+    """A Helm release the provider installs; nothing is fetched by this program.
+
+    From a mirror's oci:// repository the chart is named by its reference, with no repo, as `helm install
+    <name> oci://<registry>/<path>/<chart>` takes it (Helm, "Use OCI-based registries",
+    https://helm.sh/docs/topics/registries/); the provider hands the chart to Helm's own locator.
+    """
+    name, repo = kube.mirror.chart(chart.chart) if kube.mirror is not None else (chart.chart, chart.repo)
     return k8s.helm.v3.Release(
         kube.child(role),
         name=role,
-        chart=chart.chart,
+        chart=name,
         version=chart.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo is not None else None,
         namespace=namespace,
         values=dict(values),
         # Operators report ready long after install; their CRs below wait on the CRDs instead.

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.addons import shipped, versions
+from components.addons.images import mirror_images
 from components.addons.kube import Kube, metadata
 
 API_VERSION = "kubeflow.org/v2beta1"
@@ -40,8 +41,10 @@ def deploy_mpi_operator(kube: Kube) -> pulumi.Resource:
     # The manifest's objects are the provider's children of this component: a transform reaches them.
     # Their names are the component's name and each object's namespace/name, not the file's
     # (pulumi-kubernetes, provider/pkg/provider/yaml/v2/configfile.go and yaml.go, `register`).
+    # With a mirror, a second transform moves the operator's image there; the objects keep their names.
+    transforms = [retain_crds] if kube.mirror is None else [retain_crds, mirror_images(kube.mirror)]
     return k8s.yaml.v2.ConfigFile(kube.child("mpi-operator"), file=operator_manifest(),
-                                  opts=kube.opts(transforms=[retain_crds]))
+                                  opts=kube.opts(transforms=transforms))
 
 
 def mpijob(name: str, namespace: str, *, workers: int, slots_per_worker: int, launcher: dict[str, Any],

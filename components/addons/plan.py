@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from components.addons.model import AddonsConfig
 from components.facts import VsphereFacts
+from components.mirror import MirrorPlan
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class AddonsLab:
     """The vSphere plan (worker VMs, RDMA network), None on bare metal."""
     openshift: bool
     """Whether this stack installs OpenShift: the cluster's platform, and where the kubeconfig comes from."""
+    mirror: MirrorPlan | None = None
+    """The lab's image and chart mirror; None: the public registries and repositories."""
 
 
 def nfd_source(lab: AddonsLab) -> str | None:
@@ -189,13 +192,19 @@ class AddonsPlan:
     network: NetworkPlan
     jobs: JobsPlan
     bitfusion: BitfusionPlan
+    mirror: MirrorPlan | None = None
+    """Where every chart and image comes from when set (components/mirror.py); the images of the plan
+    above are already the mirror's."""
 
 
 def addons_plan(lab: AddonsLab) -> AddonsPlan:
     """The components' facts of a validated add-ons section."""
     a = lab.addons
     gpu, net, jobs, bf = a.gpu_operator, a.network, a.jobs, a.bitfusion
-    vgpu = VgpuDriver(gpu.vgpu.repository, gpu.vgpu.image, gpu.vgpu.version) if gpu.vgpu is not None else None
+    mirror = lab.mirror
+    image = mirror.image if mirror is not None else (lambda reference: reference)
+    vgpu = VgpuDriver(image(gpu.vgpu.repository), gpu.vgpu.image, gpu.vgpu.version) if gpu.vgpu is not None else None
+    client_image = image(bf.client_image) if bf.client_image is not None else None
     return AddonsPlan(
         enabled=a.enabled_map(),
         openshift=lab.openshift,
@@ -217,6 +226,8 @@ def addons_plan(lab: AddonsLab) -> AddonsPlan:
             nvidia_smi=jobs.nvidia_smi, ib_write_bw=jobs.ib_write_bw, nccl_rdma=jobs.nccl_rdma,
             nccl_tcp=jobs.nccl_tcp, horovod_rdma=jobs.horovod_rdma, horovod_tcp=jobs.horovod_tcp,
             ib_write_bw_addresses=tuple(ib_write_bw_addresses(lab)), horovod_batches=jobs.horovod_batches,
-            images=JobImages(jobs.images.cuda, jobs.images.nccl_tests, jobs.images.perftest, jobs.images.horovod)),
-        bitfusion=BitfusionPlan(bf.enabled, bf.client_image, bf.gpus, bf.fraction, bf.health_check, bf.benchmark),
+            images=JobImages(image(jobs.images.cuda), image(jobs.images.nccl_tests), image(jobs.images.perftest),
+                             image(jobs.images.horovod))),
+        bitfusion=BitfusionPlan(bf.enabled, client_image, bf.gpus, bf.fraction, bf.health_check, bf.benchmark),
+        mirror=mirror,
     )

@@ -26,8 +26,10 @@ from typing import Any
 import pulumi
 
 from components.addons import versions
+from components.addons.images import with_mirror
 from components.addons.kube import Kube, helm_release, metadata, role_of
 from components.addons.plan import AddonsPlan, SriovRail
+from components.mirror import MirrorPlan
 
 NAMESPACE = "nvidia-network-operator"
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
@@ -83,7 +85,7 @@ def rdma_plan(addons: AddonsPlan) -> RdmaPlan:
 # ---------------------------------------------------------------- manifests (pure)
 
 
-def network_operator_values(own_nfd: bool, sriov: bool) -> dict[str, Any]:
+def network_operator_values(own_nfd: bool, sriov: bool, mirror: MirrorPlan | None = None) -> dict[str, Any]:
     values: dict[str, Any] = {
         # One NFD per cluster (config.nfd_source): the chart's own only when no other release has one.
         "nfd": {"enabled": own_nfd},
@@ -91,19 +93,26 @@ def network_operator_values(own_nfd: bool, sriov: bool) -> dict[str, Any]:
     }
     if sriov:
         values["sriov-network-operator"] = {"operator": {"resourcePrefix": SRIOV_RESOURCE_PREFIX}}
-    return values
+    return with_mirror(values, versions.NETWORK_OPERATOR_IMAGES, mirror)
 
 
-def _component(image: str) -> dict[str, str]:
-    return {"image": image, "repository": versions.NETWORK_OPERATOR_REPOSITORY,
+def components_repository(mirror: MirrorPlan | None) -> str:
+    """Where the NicClusterPolicy's components and our RDMA device plugin come from."""
+    repo = versions.NETWORK_OPERATOR_REPOSITORY
+    return mirror.repository(repo) if mirror is not None else repo
+
+
+def _component(image: str, mirror: MirrorPlan | None) -> dict[str, str]:
+    return {"image": image, "repository": components_repository(mirror),
             "version": versions.NETWORK_OPERATOR_COMPONENTS}
 
 
-def nic_cluster_policy(openshift: bool) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nvIpam": {**_component("nvidia-k8s-ipam"), "enableWebhook": False}}
+def nic_cluster_policy(openshift: bool, mirror: MirrorPlan | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nvIpam": {**_component("nvidia-k8s-ipam", mirror), "enableWebhook": False}}
     if not openshift:
         # OpenShift ships Multus and the reference CNI plugins (macvlan, static) itself.
-        spec["secondaryNetwork"] = {"cniPlugins": _component("plugins"), "multus": _component("multus-cni")}
+        spec["secondaryNetwork"] = {"cniPlugins": _component("plugins", mirror),
+                                    "multus": _component("multus-cni", mirror)}
     return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
             "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
 
@@ -157,7 +166,8 @@ def rdma_shared_device_config(resource: str) -> str:
     }, sort_keys=True)
 
 
-def rdma_shared_device_plugin(resource: str, nodes: list[str]) -> list[dict[str, Any]]:
+def rdma_shared_device_plugin(resource: str, nodes: list[str],
+                              mirror: MirrorPlan | None = None) -> list[dict[str, Any]]:
     """ServiceAccount, ConfigMap and DaemonSet of the RDMA shared device plugin for PVRDMA."""
     name = f"rdma-shared-dp-{resource}"
     labels = {"app": name}
@@ -179,7 +189,7 @@ def rdma_shared_device_plugin(resource: str, nodes: list[str]) -> list[dict[str,
                      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                      "containers": [{
                          "name": "rdma-shared-dp",
-                         "image": f"{versions.NETWORK_OPERATOR_REPOSITORY}/k8s-rdma-shared-dev-plugin:"
+                         "image": f"{components_repository(mirror)}/k8s-rdma-shared-dev-plugin:"
                                   f"{versions.NETWORK_OPERATOR_COMPONENTS}",
                          "command": ["/bin/k8s-rdma-shared-dp"],
                          # A device plugin: registers with kubelet and reads /dev (infrastructure,
@@ -248,7 +258,7 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
     plan = rdma_plan(addons)
     nodes = list(addons.jobs.nodes)
     static = list(addons.jobs.ib_write_bw_addresses) if addons.jobs.ib_write_bw else []
-    out: dict[str, list[dict[str, Any]]] = {"policy": [nic_cluster_policy(openshift)], "pools": [],
+    out: dict[str, list[dict[str, Any]]] = {"policy": [nic_cluster_policy(openshift, addons.mirror)], "pools": [],
                                             "networks": [], "plugin": []}
     if plan.mode == "pvrdma":
         pool = addons.network.pod_pool
@@ -262,7 +272,7 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
             network_attachment(PVRDMA_STATIC_NETWORK, workload_namespace, macvlan_config(
                 PVRDMA_STATIC_NETWORK, master, plan.mtu, {"type": "static"}, static=True)),
         ]
-        out["plugin"] = rdma_shared_device_plugin(PVRDMA_RESOURCE, nodes)
+        out["plugin"] = rdma_shared_device_plugin(PVRDMA_RESOURCE, nodes, addons.mirror)
         if openshift:
             out["plugin"].append(privileged_scc_binding("rdma-shared-dp-privileged", NAMESPACE,
                                                         f"rdma-shared-dp-{PVRDMA_RESOURCE}"))
@@ -288,7 +298,8 @@ def deploy_network(kube: Kube, addons: AddonsPlan, workload_namespace: str,
     plan = rdma_plan(addons)
     ns = kube.namespace("network-operator-namespace", NAMESPACE)
     release = helm_release(kube, "network-operator", versions.NETWORK_OPERATOR, NAMESPACE,
-                           network_operator_values(addons.nfd_source == "networkOperator", plan.mode == "sriov"),
+                           network_operator_values(addons.nfd_source == "networkOperator", plan.mode == "sriov",
+                                                   addons.mirror),
                            depends_on=[ns, *after])
     manifests = network_manifests(addons, kube.openshift, workload_namespace)
     ready: list[pulumi.Resource] = []

@@ -11,27 +11,35 @@ from __future__ import annotations
 import json
 
 from components.addons import shipped, versions
+from components.addons.bitfusion import image_repository
 from components.addons.gpu import render_gridd_conf
 from components.addons.plan import AddonsPlan
+from components.addons.rdma import components_repository
 
 REDACTED = "<redacted>"
 
 
 def render_versions(addons: AddonsPlan) -> str:
-    charts = {name: {"chart": c.chart, "repo": c.repo, "version": c.version}
+    mirror = addons.mirror
+    charts: dict[str, dict[str, str | None]] = {name: {"chart": c.chart, "repo": c.repo, "version": c.version}
               for name, c in (("nfd", versions.NFD), ("gpuOperator", versions.GPU_OPERATOR),
                               ("networkOperator", versions.NETWORK_OPERATOR))}
+    if mirror is not None:
+        for entry in charts.values():
+            entry["chart"], entry["repo"] = mirror.chart(str(entry["chart"]))
     images = addons.jobs.images
     data = {
         "enabled": addons.enabled,
         "helmCharts": charts,
         "mpiOperatorManifest": _shipped(versions.MPI_OPERATOR_SOURCE),
-        "networkOperatorComponents": f"{versions.NETWORK_OPERATOR_REPOSITORY}:{versions.NETWORK_OPERATOR_COMPONENTS}",
+        "networkOperatorComponents": f"{components_repository(mirror)}:{versions.NETWORK_OPERATOR_COMPONENTS}",
         "vgpuGuestDriver": addons.gpu_operator.vgpu.version if addons.gpu_operator.vgpu else None,
-        "bitfusion": f"{versions.BITFUSION_IMAGE_REPO} {versions.BITFUSION_K8S}",
+        "bitfusion": f"{image_repository(mirror)} {versions.BITFUSION_K8S}",
         "jobImages": {"cuda": images.cuda, "ncclTests": images.nccl_tests, "perftest": images.perftest,
                       "horovod": images.horovod},
     }
+    if mirror is not None:
+        data["mirror"] = {"registry": mirror.registry, "charts": mirror.charts}
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 

@@ -54,6 +54,59 @@ NCCL_TESTS_IMAGE = "ghcr.io/coreweave/nccl-tests:12.4.1-cudnn-devel-ubuntu20.04-
 HOROVOD_IMAGE = "docker.io/mpioperator/tensorflow-benchmarks:latest"
 
 
+# Every image a chart's values name, as "<values path>": "<the chart's default>" (a repository, or for
+# the SR-IOV operator's `images` map a whole reference): with a mirror, each is set to its mirrored
+# form (components/addons/images.py). tests/addons/test_mirror.py holds them against the charts' values.yaml.
+NFD_IMAGES = {"image.repository": "registry.k8s.io/nfd/node-feature-discovery"}
+
+GPU_OPERATOR_IMAGES = {
+    "validator.repository": "nvcr.io/nvidia",
+    "operator.repository": "nvcr.io/nvidia",
+    "driver.repository": "nvcr.io/nvidia",
+    "driver.manager.repository": "nvcr.io/nvidia/cloud-native",
+    "toolkit.repository": "nvcr.io/nvidia/k8s",
+    "devicePlugin.repository": "nvcr.io/nvidia",
+    "dcgm.repository": "nvcr.io/nvidia/cloud-native",
+    "dcgmExporter.repository": "nvcr.io/nvidia/k8s",
+    "gfd.repository": "nvcr.io/nvidia",
+    "migManager.repository": "nvcr.io/nvidia/cloud-native",
+    "nodeStatusExporter.repository": "nvcr.io/nvidia",
+    "gds.repository": "nvcr.io/nvidia/cloud-native",
+    "gdrcopy.repository": "nvcr.io/nvidia/cloud-native",
+    "vgpuManager.driverManager.repository": "nvcr.io/nvidia/cloud-native",
+    "vgpuDeviceManager.repository": "nvcr.io/nvidia/cloud-native",
+    "vfioManager.repository": "nvcr.io/nvidia/cloud-native",
+    "vfioManager.driverManager.repository": "nvcr.io/nvidia/cloud-native",
+    "sandboxDevicePlugin.repository": "nvcr.io/nvidia",
+    "kataSandboxDevicePlugin.repository": "nvcr.io/nvidia/cloud-native",
+    "ccManager.repository": "nvcr.io/nvidia/cloud-native",
+    "draDriver.repository": "nvcr.io/nvidia",
+    # its NFD subchart's own default
+    "node-feature-discovery.image.repository": "registry.k8s.io/nfd/node-feature-discovery",
+}
+
+_SRIOV = "sriov-network-operator.images"
+_MELLANOX_TAG = f"network-operator-v{NETWORK_OPERATOR.version}"
+NETWORK_OPERATOR_IMAGES = {
+    "operator.repository": "nvcr.io/nvidia/cloud-native",
+    "operator.ofedDriver.initContainer.repository": NETWORK_OPERATOR_REPOSITORY,
+    "node-feature-discovery.image.repository": f"{NETWORK_OPERATOR_REPOSITORY}/node-feature-discovery",
+    "maintenance-operator-chart.operator.image.repository": NETWORK_OPERATOR_REPOSITORY,
+    **{f"{_SRIOV}.{key}": f"{NETWORK_OPERATOR_REPOSITORY}/{name}:{_MELLANOX_TAG}" for key, name in (
+        ("operator", "sriov-network-operator"), ("sriovConfigDaemon", "sriov-network-operator-config-daemon"),
+        ("sriovCni", "sriov-cni"), ("ibSriovCni", "ib-sriov-cni"), ("ovsCni", "ovs-cni-plugin"),
+        ("rdmaCni", "rdma-cni"), ("sriovDevicePlugin", "sriov-network-device-plugin"),
+        ("sriovDraDriver", "dra-driver-sriov"), ("webhook", "sriov-network-operator-webhook"))},
+    f"{_SRIOV}.resourcesInjector": "ghcr.io/k8snetworkplumbingwg/network-resources-injector:v1.7.0",
+    # the subchart's own defaults; the network operator's values do not set them
+    f"{_SRIOV}.metricsExporter": "ghcr.io/k8snetworkplumbingwg/sriov-network-metrics-exporter",
+    f"{_SRIOV}.metricsExporterKubeRbacProxy": "quay.io/brancz/kube-rbac-proxy:v0.21.2",
+}
+
+# The MPI operator's image in its shipped manifest (a short Docker Hub name).
+MPI_OPERATOR_IMAGE = "mpioperator/mpi-operator:0.8.0"
+
+
 def summary() -> dict[str, str]:
     """Add-on name -> pinned version (the component's `versions` input)."""
     return {

@@ -13,6 +13,7 @@ from typing import get_args
 from urllib.parse import urlsplit
 
 from components.facts import VsphereFacts
+from components.mirror import MirrorPlan
 from components.openshift.model import Node, NodeRole, OpenShiftConfig
 
 # Every node role, in the order the PXE menus, the httpd rule and `make render` list them.
@@ -164,6 +165,8 @@ class ClusterPlan:
     """The bootstrap node the configuration names, whether or not it exists now."""
     lifecycle: InstallLifecycle
     vsphere: VsphereFacts | None = None
+    mirror: MirrorPlan | None = None
+    """The lab's image mirror (install-config imageDigestSources, additionalTrustBundle); None: the internet."""
 
     @property
     def pxe_wanted(self) -> bool:
@@ -212,7 +215,7 @@ class ClusterPlan:
         return None
 
 
-def plan(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> ClusterPlan:
+def plan(oc: OpenShiftConfig, vsphere: VsphereFacts | None, mirror: MirrorPlan | None = None) -> ClusterPlan:
     """The resolved cluster of a validated section and the vSphere plan (call after load_lab)."""
     helper, paths, nets = oc.helper, oc.helper.paths, oc.networks
     return ClusterPlan(
@@ -269,6 +272,7 @@ def plan(oc: OpenShiftConfig, vsphere: VsphereFacts | None) -> ClusterPlan:
             install_dir=oc.install_dir,
         ),
         vsphere=vsphere,
+        mirror=mirror,
     )
 
 

@@ -50,6 +50,8 @@ def test_the_operator_is_registered_with_the_transform(monkeypatch):
     monkeypatch.setattr(k8s.yaml.v2, "ConfigFile", Recording)
 
     class Kube:
+        mirror = None
+
         def child(self, role):
             return f"addons-{role}"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import yaml
 
+from components.mirror import image_digest_sources
 from components.openshift.plan import ClusterPlan
 
 REDACTED = "<redacted>"
@@ -67,6 +68,13 @@ def render_install_config(
     if plan.single_node:
         control_plane = next(n for n in plan.nodes if n.role == "control-plane")
         doc["bootstrapInPlace"] = {"installationDisk": control_plane.install_device}
+    if plan.mirror is not None:
+        # The release payload and its component images by digest from the mirror (oc-mirror's layout);
+        # the mirror's CA in every node's trust store, not only the proxy's ("Always").
+        doc["imageDigestSources"] = image_digest_sources(plan.mirror)
+        if plan.mirror.ca_bundle is not None:
+            doc["additionalTrustBundle"] = plan.mirror.ca_bundle
+            doc["additionalTrustBundlePolicy"] = "Always"
     return yaml.safe_dump(doc, sort_keys=False, width=1000)
 
 
