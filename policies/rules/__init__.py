@@ -4,7 +4,7 @@ The modules use relative imports only: the pack runs them as the top-level packa
 (``policies/`` is the program directory), and the tests import them the same way.
 """
 
-from . import commands, compute, kubernetes, network, openshift, secrets, switch
+from . import commands, compute, kubernetes, mirror, network, openshift, secrets, switch
 
 ALL_POLICIES = [
     *network.POLICIES,
@@ -14,6 +14,7 @@ ALL_POLICIES = [
     *kubernetes.POLICIES,
     *secrets.POLICIES,
     *commands.POLICIES,
+    *mirror.POLICIES,
 ]
 
 __all__ = ["ALL_POLICIES"]

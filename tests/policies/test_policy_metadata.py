@@ -36,6 +36,7 @@ EXPECTED = {
     "command-connect-timeout": ("advisory", "resource", "001", {
         "minPerDialTimeout", "maxPerDialTimeout", "minDialErrorLimit", "maxDialErrorLimit"}),
     "command-ssh-host-key-pinned": ("advisory", "resource", "001", set()),
+    "addons-mirror-only": ("mandatory", "stack", "004", set()),
 }
 
 
