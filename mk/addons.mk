@@ -3,7 +3,9 @@ LOGS ?=
 REPORT_ARGS ?=
 ACCEPTANCE_NS ?= gpu-lab-acceptance
 
-.PHONY: report acceptance-logs
+.PHONY: report acceptance-logs mirror-list
+
+MIRROR_FORMAT ?= plain
 
 report: setup ## judge the acceptance jobs' logs against the line rate of STACK's nodes (LOGS=dir, STACK, REPORT_ARGS)
 	@test -n "$(LOGS)" || { echo "usage: make report LOGS=<dir of ib_write_bw / nccl-tests / Horovod logs> [STACK=lab]"; exit 2; }
@@ -17,3 +19,6 @@ acceptance-logs: ## save the acceptance jobs' logs from the cluster into LOGS=di
 	for job in nccl-allreduce-rdma nccl-allreduce-tcp horovod-resnet50-rdma horovod-resnet50-tcp; do \
 	  kubectl -n $(ACCEPTANCE_NS) logs job/$$job-launcher > $(LOGS)/$$job.log || exit 1; \
 	done
+
+mirror-list: setup ## every chart and image STACK installs, to fill its mirror (MIRROR_FORMAT=plain or oc-mirror)
+	$(PYTHON) -m tools.mirror_list --stack $(STACK) --format $(MIRROR_FORMAT)
