@@ -70,3 +70,45 @@ def test_an_add_on_change_after_the_install_keeps_the_provider(lab):
     # replacement of every object; only what reads the pool changes
     assert "addons-k8s" not in found
     assert found == {"addons-ippool-rdma-pool": "update"}
+
+
+# ---------------------------------------------------------------- restarts on the GPU nodes
+
+
+def _effects(base, new) -> dict[str, tuple[str, list[str]]]:
+    return {c["name"]: (c["op"], c["effects"]) for c in changes(base, new)}
+
+
+def test_a_gpu_operator_chart_bump_restarts_its_pods_and_stops_the_gate(lab, monkeypatch, tmp_path):
+    import dataclasses
+    import json
+
+    from components.addons import versions
+    from tools import up_gate
+    from tools.diff import Engine, snapshot
+
+    config, base = lab
+    monkeypatch.setattr(versions, "GPU_OPERATOR", dataclasses.replace(versions.GPU_OPERATOR, version="v26.8.0"))
+    new = run_program(config, deployed=base)
+    found = _effects(base, new)
+    assert found["addons-gpu-operator"] == ("update", ["restart"])
+    step = next(s for s in Engine(snapshot(base), snapshot(new)).run() if s.name == "addons-gpu-operator")
+    assert step.notes == ["restarts its pods on GPU nodes: w01, w02, w03, w04"]
+    path = tmp_path / "diff.json"
+    path.write_text(json.dumps({"changes": changes(base, new)}))
+    assert up_gate.main(["diff", str(path)]) == 1
+    assert up_gate.main(["diff", str(path), "--allow", "restart:addons-gpu-operator"]) == 0
+
+
+def test_a_gpu_operator_values_change_is_a_restart(lab):
+    config, base = lab
+    edited = builders.with_value(config, "gpu-lab:addons.gpuOperator.vgpu.version", "550.90.07")
+    found = _effects(base, run_program(edited, deployed=base))
+    assert found["addons-gpu-operator"] == ("update", ["restart"])
+
+
+def test_an_add_on_edit_that_restarts_nothing_has_no_restart(lab):
+    config, base = lab
+    edited = builders.with_value(config, "gpu-lab:addons.network.podPool", "192.168.0.192/26")
+    found = _effects(base, run_program(edited, deployed=base))
+    assert found == {"addons-ippool-rdma-pool": ("update", [])}
