@@ -232,3 +232,17 @@ def test_the_bootstrap_vms_address_cannot_go_to_a_new_worker_in_the_up_that_dele
     # the two steps: the bootstrap VM goes in one up, its address is free in the next
     assert identity_problems(identity(base), identity(retired)) == []
     assert identity_problems(identity(retired), identity(taking)) == []
+
+
+def test_make_diff_refuses_a_renamed_switch_and_the_bootstrap_address_before_any_step():
+    from tools.diff import refusals
+
+    base = run_program(lab())
+    (refused,) = refusals(base, run_program(_cumulus(lab(), "sw09")))
+    assert refused.startswith("lab-identity: switches: sw09 takes address 172.16.31.2 of sw01")
+    taking = _without_bootstrap(lab(**{"gpu-lab:vsphere.workers.names": [*builders.WORKERS, "w05"],
+                                       "gpu-lab:vsphere.workers.managementAddresses": [
+                                           "172.16.7.51", "172.16.7.52", "172.16.7.53", "172.16.7.54",
+                                           "172.16.7.10"]}))
+    (refused,) = refusals(base, run_program(taking))
+    assert "management address 172.16.7.10 of the bootstrap VM bs01" in refused

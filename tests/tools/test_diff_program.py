@@ -85,8 +85,11 @@ def test_bad_input_exits_2_with_a_message(tmp_path):
     done = diff_cli("--base", "no-such-ref-anywhere", "--out", str(tmp_path))
     assert done.returncode == 2 and "BASE: 'no-such-ref-anywhere' is not a commit" in done.stderr
     done = diff_cli("--fail-on", "rerun,explode", "--out", str(tmp_path))
-    assert done.returncode == 2 and "FAIL_ON: unknown effect 'explode'; allowed: rerun, reboot, migrate, network, " \
-        "replace, delete, refused" in done.stderr
+    assert done.returncode == 2 and "FAIL_ON: unknown effect 'explode'; each item is EFFECT or EFFECT:GLOB" \
+        in done.stderr and "EFFECT one of rerun, rerun-acceptance, restart, reboot, migrate, network, replace, " \
+        "delete, undrained, refused" in done.stderr
+    done = diff_cli("--fail-on", "replace:", "--out", str(tmp_path))
+    assert done.returncode == 2 and "FAIL_ON: unknown effect 'replace:'" in done.stderr
     broken = builders.with_value(builders.lab_stack(), "gpu-lab:switches.0.roce.mtu", "jumbo")
     path = builders.write_stack_file(tmp_path, broken)
     done = diff_cli("--stack", "test", "--stack-file", str(path), "--out", str(tmp_path))

@@ -170,3 +170,86 @@ def test_up_gates_on_the_built_commit_and_the_real_preview_then_records_the_comm
         "pulumi preview --stack lab --policy-pack policies --policy-pack-config policies/config.up.json",
         "tools.up_gate preview preview.json", "pulumi up --stack lab --yes", "pulumi stack tag set gpu-lab:commit")]
     assert order == sorted(order)
+
+
+# ---------------------------------------------------------------- effect:glob, rerun-acceptance, restart
+
+JOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
+DIFF = {"changes": [
+    {"type": VM, "name": "vms-w01", "op": "replace", "keys": ["clone"], "effects": ["replace"]},
+    {"type": "kubernetes:batch/v1:Job", "name": "addons-job-ib-write-bw-server", "op": "replace", "keys": ["spec"],
+     "effects": ["replace"]},
+    {"type": JOB, "name": "addons-mpijob-nccl-allreduce-rdma", "op": "replace", "keys": ["spec"],
+     "effects": ["rerun-acceptance"]},
+]}
+
+
+def test_an_allowance_scoped_by_a_glob_lets_only_those_resources_through(tmp_path, capsys):
+    path = _write(tmp_path, DIFF, "diff.json")
+    # the acceptance re-run is no gated effect; the Job's replace is allowed; the VM's is not
+    assert up_gate.main(["diff", str(path), "--allow", "replace:addons-job-*"]) == 1
+    err = capsys.readouterr().err
+    assert "stopped on replace (1 resource(s) not allowed)" in err
+    assert up_gate.main(["diff", str(path), "--allow", "replace:addons-job-*,replace:vms-w0?"]) == 0
+    assert up_gate.main(["diff", str(path), "--allow", "replace"]) == 0  # a bare effect: every resource
+    assert [name for name, _ in up_gate.from_diff(DIFF)] == [
+        f"{VM} vms-w01 (replace of clone)", "kubernetes:batch/v1:Job addons-job-ib-write-bw-server (replace of spec)"]
+
+
+@pytest.mark.parametrize("item", ["replace:", "everything:addons-*", ":vms-*", "rerun-acceptance"])
+def test_a_bad_allowance_item_is_bad_input_with_the_form(tmp_path, capsys, item):
+    assert up_gate.main(["diff", str(_write(tmp_path, DIFF, "diff.json")), "--allow", item]) == 2
+    assert "each item is EFFECT or EFFECT:GLOB" in capsys.readouterr().err
+
+
+def _mpijob(workers: int, nodes: list[str], batches: int = 100) -> dict:
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+            "metadata": {"name": "nccl", "labels": {"gpu-lab.io/acceptance": "nccl"}},
+            "spec": {"mpiReplicaSpecs": {
+                "Launcher": {"template": {"spec": {"containers": [
+                    {"command": ["mpirun", "--allow-run-as-root", "-np", str(workers), "--batches", str(batches)]}]}}},
+                "Worker": {"replicas": workers, "template": {"spec": {"affinity": {"nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}}}}}}}}
+
+
+def test_the_real_previews_replacement_of_an_acceptance_job_for_a_new_worker_is_no_gated_effect():
+    urn = f"urn:pulumi:lab::gpu-lab::{JOB}::addons-mpijob-nccl"
+    old = {"type": JOB, "inputs": _mpijob(4, ["w01", "w02", "w03", "w04"])}
+
+    def step(new):
+        return {"op": "replace", "urn": urn, "oldState": old, "newState": {"type": JOB, "inputs": new}}
+    assert up_gate.preview_step_effects(step(_mpijob(5, ["w01", "w02", "w03", "w04", "w05"]))) == []
+    # anything else changed with it (here the benchmark's own arguments) is a replacement as before
+    assert up_gate.preview_step_effects(step(_mpijob(5, ["w01", "w02", "w03", "w04", "w05"], 50))) == ["replace"]
+
+
+def test_a_gpu_operator_upgrade_in_the_preview_is_a_restart():
+    release = "kubernetes:helm.sh/v3:Release"
+    old = {"type": release, "urn": f"urn:pulumi:lab::gpu-lab::{release}::addons-gpu-operator",
+           "inputs": {"chart": "gpu-operator", "version": "v26.7.0", "values": {}}}
+    new = {**old, "inputs": {**old["inputs"], "version": "v26.8.0"}}
+    assert up_gate.preview_step_effects(_update(old, new, ["version"])) == ["restart"]
+
+
+@pytest.mark.parametrize("type_, old, new, keys, effects", [
+    ("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy", {"spec": {"ofedDriver": {"version": "1"}}},
+     {"spec": {"ofedDriver": {"version": "2"}}}, ["spec.ofedDriver.version"], ["restart"]),
+    ("kubernetes:nvidia.com/v1:ClusterPolicy", {"spec": {"driver": {"version": "1"}}},
+     {"spec": {"driver": {"version": "2"}}}, ["spec.driver.version"], ["restart"]),
+    ("kubernetes:apps/v1:DaemonSet", {"spec": {"template": {"spec": {"containers": [{"image": "a"}]}}}},
+     {"spec": {"template": {"spec": {"containers": [{"image": "b"}]}}}}, ["spec.template.spec.containers[0].image"],
+     ["restart"]),
+    # OnDelete: the new template waits for each pod to be deleted (kubernetes.io, "Perform a Rolling Update on a
+    # DaemonSet", DaemonSet update strategy)
+    ("kubernetes:apps/v1:DaemonSet", {"spec": {"template": {"spec": {}}, "updateStrategy": {"type": "OnDelete"}}},
+     {"spec": {"template": {"spec": {"nodeName": "x"}}, "updateStrategy": {"type": "OnDelete"}}},
+     ["spec.template.spec.nodeName"], []),
+    ("kubernetes:apps/v1:DaemonSet", {"metadata": {"labels": {"a": "1"}}}, {"metadata": {"labels": {"a": "2"}}},
+     ["metadata.labels.a"], []),
+    ("kubernetes:helm.sh/v3:Release", {"skipAwait": False}, {"skipAwait": True}, ["skipAwait"], []),
+])
+def test_what_restarts_an_add_ons_pods(type_, old, new, keys, effects):
+    urn = f"urn:pulumi:lab::gpu-lab::{type_}::x"
+    step = _update({"type": type_, "urn": urn, "inputs": old}, {"type": type_, "urn": urn, "inputs": new}, keys)
+    assert up_gate.preview_step_effects(step) == effects

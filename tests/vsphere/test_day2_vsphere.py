@@ -450,3 +450,67 @@ def test_a_node_removed_while_the_cluster_is_gone_is_an_undrained_delete(plan, m
     assert {c["name"]: c["effects"] for c in changes(base.run, new.run)}[removal] == ["delete"]
     monkeypatch.setenv("GPU_LAB_CLUSTER_GONE", "1")  # remove-node.sh then lets it go without a drain
     assert {c["name"]: c["effects"] for c in changes(base.run, new.run)}[removal] == ["delete", "undrained"]
+
+
+# ---------------------------------------------------------------- the up gate on the common edits
+
+
+def _gate(base: Planned, new: Planned, tmp_path, allow: str = "") -> int:
+    from tools import up_gate
+
+    path = tmp_path / "diff.json"
+    path.write_text(__import__("json").dumps({"changes": changes(base.run, new.on_top_of(base))}))
+    return up_gate.main(["diff", str(path), *(["--allow", allow] if allow else [])])
+
+
+def test_adding_a_worker_reruns_the_acceptance_benchmarks_without_an_allowance(plan, tmp_path):
+    from tools import up_gate
+
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*builders.WORKERS, "w05"]))
+    found = {c["name"]: (c["op"], c["effects"]) for c in changes(base.run, new.on_top_of(base))}
+    mpijobs = {n: v for n, v in found.items() if n.startswith("addons-mpijob-")}
+    # only the workers changed under them (node affinity, worker count, mpirun -np): a re-run, not a loss
+    assert len(mpijobs) == 4 and all(v == ("replace", ["rerun-acceptance"]) for v in mpijobs.values())
+    # The RDMA device plugin's DaemonSet lists the workers in its pod template: every plugin pod restarts.
+    verdict = up_gate.from_diff({"changes": changes(base.run, new.on_top_of(base))})
+    assert verdict == [("kubernetes:apps/v1:DaemonSet addons-daemonset-rdma-shared-dp-pvrdma (update of spec)",
+                        ["restart"])]
+    assert _gate(base, new, tmp_path) == 1
+    assert _gate(base, new, tmp_path, "restart:addons-daemonset-rdma-*") == 0
+    # without the add-ons, nothing to allow
+    bare = {k: v for k, v in builders.lab_stack().items() if k != "gpu-lab:addons"}
+    assert _gate(plan(bare), plan(builders.with_value(bare, "gpu-lab:vsphere.workers.names",
+                                                      [*builders.WORKERS, "w05"])), tmp_path) == 0
+
+
+def test_a_scoped_allowance_for_the_jobs_lets_nothing_else_through(plan, tmp_path):
+    base = plan(builders.lab_stack())
+    new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:addons.jobs.horovodBatches", 50))
+    assert _gate(base, new, tmp_path) == 1  # the benchmark's own arguments: a replacement, not a re-run
+    assert _gate(base, new, tmp_path, "replace:addons-mpijob-*") == 0
+    grown = plan(builders.with_value(builders.with_value(builders.lab_stack(), "gpu-lab:addons.jobs.horovodBatches",
+                                                         50), "gpu-lab:vsphere.workers.sizing",
+                                     {"cpus": 16, "memoryGb": 64, "diskGb": 120}))
+    assert _gate(base, grown, tmp_path, "replace:addons-mpijob-*") == 1
+    assert _gate(base, grown, tmp_path, "replace:addons-mpijob-*,reboot:vms-w0?-roll") == 0
+
+
+def test_a_new_roll_on_a_running_vm_with_other_settings_is_a_reboot(plan):
+    """A lab whose VMs run without a roll (built before rolls, or a roll dropped from the state) gets one
+    created; its create converges the VM it finds, powering it off and on for what differs."""
+    base = plan(builders.lab_stack())
+    grown = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.sizing",
+                                     {"cpus": 16, "memoryGb": 64, "diskGb": 120}))
+    without_rolls = [r for r in snapshot(base.run) if not r.name.endswith("-roll")]
+    steps = {s.name: s for s in Engine(without_rolls, snapshot(grown.on_top_of(base))).run()}
+    for w in builders.WORKERS:
+        step = steps[f"vms-{w}-roll"]
+        assert (step.op, step.effects) == ("create", ["reboot"])
+        assert step.notes == ["its VM runs already: the roll power-cycles it for cpus, memoryMb, memoryReservationMb"]
+    # with the VM's own settings, the create changes nothing
+    same = {s.name: s for s in Engine(without_rolls, snapshot(base.on_top_of(base))).run()}
+    assert (same["vms-w01-roll"].op, same["vms-w01-roll"].effects) == ("create", [])
+    # a new worker's roll finds its VM as the create made it
+    more = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*builders.WORKERS, "w05"]))
+    assert {c["name"]: c["effects"] for c in changes(base.run, more.on_top_of(base))}["vms-w05-roll"] == []

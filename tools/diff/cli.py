@@ -30,13 +30,15 @@ class BadInput(Exception):
     """A message for the user, exit status 2."""
 
 
-def parse_fail_on(text: str) -> list[str]:
-    words = [w.strip() for w in text.split(",") if w.strip()]
-    unknown = [w for w in words if w not in EFFECTS]
-    if unknown:
-        raise BadInput(f"FAIL_ON: unknown effect {', '.join(repr(w) for w in unknown)}; "
-                       f"allowed: {', '.join(EFFECTS)} (comma-separated, any subset)")
-    return words
+def parse_fail_on(text: str) -> list[tuple[str, str | None]]:
+    """EFFECT (on any resource) or EFFECT:GLOB (on resources whose logical name matches) items."""
+    from tools.up_gate import BadInput as GateBadInput
+    from tools.up_gate import parse_scoped
+
+    try:
+        return parse_scoped(text, EFFECTS, "FAIL_ON")
+    except GateBadInput as err:
+        raise BadInput(str(err)) from None
 
 
 # A plain revision: a release, branch, tag or commit with ~ ^ @{} suffixes. No shell or git option
@@ -189,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     (out / "diff.json").write_text(json.dumps(doc, indent=2) + "\n")
     print("\n".join(table(steps, args.stack, commit, args.base, base is None, rolls)))
     print(f"diff written to {out / 'diff.json'} ({time.perf_counter() - started:.2f} s)")
-    hit = sorted({e for s in steps for e in s.effects if e in fail_on}, key=EFFECTS.index)
+    from tools.up_gate import covers
+
+    hit = sorted({e for s in steps for e in s.effects if covers(fail_on, e, s.name)}, key=EFFECTS.index)
     if hit:
         print(f"FAIL_ON: {', '.join(hit)} would happen", file=sys.stderr)
     refused = [s for s in steps if s.refused]

@@ -32,8 +32,11 @@ from tools.diff.rules import (
     Context,
     DynamicRule,
     ProviderDiff,
+    acceptance_rerun,
     lab_effect_keys,
     lab_effects,
+    restart_nodes,
+    roll_converges,
     rule_for,
     vm_reboot_reasons,
 )
@@ -180,7 +183,12 @@ class Engine:
             self.refusals += [f"{r.name}: {reason}" for reason in rule.check(old, r, inputs)]
             self.warnings += [f"{r.name}: {warning}" for warning in rule.warnings(old, r, inputs)]
         if old is None:
-            seen.step = Step(urn, r.type, r.name, "create", [], rule.effects("create", None, r, inputs, []), group)
+            effects = (rule.effects("create", None, r, inputs, [], base=self.base) if isinstance(rule, DynamicRule)
+                       else rule.effects("create", None, r, inputs, []))
+            seen.step = Step(urn, r.type, r.name, "create", [], effects, group)
+            if "reboot" in effects and r.inputs.get("kind") == ROLL_KIND:
+                seen.step.notes.append("its VM runs already: the roll power-cycles it for "
+                                       + ", ".join(roll_converges(inputs, self.base)))
             seen.volatile = _volatile(r, with_id=True)
             return seen
         paths = [p for p in changed_paths(old.inputs, inputs) if not str(p[0]).startswith("__")]
@@ -206,6 +214,15 @@ class Engine:
                     moved_from=moved)
         if provider_replaced:
             step.notes.append("its provider is replaced")
+        if op == "replace" and not provider_replaced and acceptance_rerun(
+                r.type, old.inputs, inputs, paths):
+            step.effects = ["rerun-acceptance"]
+            step.notes.append("the set of workers changed: the benchmark runs again on them (the previous run's "
+                              "pods and logs go with the old one)")
+        if "restart" in step.effects:
+            what, nodes = restart_nodes(inputs, self.gpu_nodes())
+            step.notes.append(f"restarts its pods on {what}: {', '.join(nodes)}" if nodes
+                              else "restarts its pods on the nodes it runs on")
         if op == "replace" and r.protect and old.protect:
             step.refused = "protected: the engine refuses to replace it (unprotect it first)"
         if op == "replace" and old.retain_on_delete:
@@ -227,6 +244,11 @@ class Engine:
             # (pulumi-go-provider infer/resource.go, `markComputed`): a Command's stdout and stderr
             seen.volatile = _volatile(r, with_id=False)
         return seen
+
+    def gpu_nodes(self) -> list[str]:
+        """The nodes with a GPU in the new program: the VMs with a vGPU profile in their roll."""
+        return [str(r.inputs.get("vmName")) for urn in self.order
+                if (r := self.new[urn]).inputs.get("kind") == ROLL_KIND and r.inputs.get("vgpuProfile")]
 
     def preview_inputs(self, r: Planned, old: Planned | None) -> dict[str, Any]:
         """The inputs as the engine diffs them in a preview: values from resources whose outputs are not

@@ -9,8 +9,11 @@ from collections.abc import Iterable
 from typing import Any
 
 OPS = ("create", "update", "replace", "delete")
-EFFECTS = ("rerun", "reboot", "migrate", "network", "replace", "delete", "undrained", "refused")
-"""What a step does to a running lab: a Command's script runs (rerun), a VM is power-cycled (reboot),
+EFFECTS = ("rerun", "rerun-acceptance", "restart", "reboot", "migrate", "network", "replace", "delete", "undrained",
+           "refused")
+"""What a step does to a running lab: a Command's script runs (rerun), an acceptance benchmark is
+replaced only because the set of workers changed and so runs again on them (rerun-acceptance), an
+add-on's pods are restarted on the nodes it runs on (restart), a VM is power-cycled (reboot),
 moved by a vMotion (migrate), a VM's or host's traffic moves (network: a VLAN, a NIC's network, uplinks,
 a vmk), the resource is replaced or deleted, a node's VM changes or its node leaves without asking the
 cluster (undrained: GPU_LAB_CLUSTER_GONE=1 in the environment, components/dynamic/roll.py), or the

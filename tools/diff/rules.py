@@ -11,7 +11,8 @@ from typing import Any
 
 from pulumi.dynamic import ResourceProvider
 
-from components.dynamic.roll import CLUSTER_GONE, ROLLED, cluster_gone
+from components.addons.jobs import LABEL as ACCEPTANCE_LABEL
+from components.dynamic.roll import CLUSTER_GONE, ROLLED, cluster_gone, differences
 from components.dynamic.roll import KIND as ROLL_KIND
 from components.vsphere.provider_facts import (
     FORCE_NEW,
@@ -283,7 +284,7 @@ class KubernetesRule(Rule):
     kind). A Secret's .type, .stringData and .data replace unless the provider sets enableSecretMutable
     (and the Secret is not immutable); a ConfigMap's .data and .binaryData unless enableConfigMapMutable."""
 
-    source = "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go, diff.go"
+    source = "pulumi/pulumi-kubernetes provider/pkg/provider/provider.go, diff.go; restarts: RESTARTS"
 
     def diff(self, old, new, inputs, paths, ctx):
         group, version, kind = kubernetes_gvk(new.type)
@@ -300,13 +301,117 @@ class KubernetesRule(Rule):
         patterns = [parse_path(f[1:]) for f in fields]
         return ProviderDiff(bool(paths), sorted({format_path(p) for p in paths for f in patterns if contains(f, p)}))
 
+    def effects(self, op, old, new, inputs, paths):
+        r = new or old
+        found = super().effects(op, old, new, inputs, paths)
+        if op == "update" and r is not None and restarts(r.type, inputs, paths):
+            found.append("restart")
+        return found
+
+
+# What an in-place update of an add-on restarts: pods on the nodes the add-on runs on (the GPU and RDMA
+# nodes). Kubernetes kinds by (group, kind) -> the changed paths that restart, with the source.
+RESTARTS: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    # "With RollingUpdate update strategy, after you update a DaemonSet template, old DaemonSet pods will
+    # be killed, and new DaemonSet pods will be created automatically" (OnDelete: only when a pod is deleted).
+    ("apps", "DaemonSet"): (("spec.template",),
+                            "https://kubernetes.io/docs/tasks/manage-daemon/update-daemon-set/"),
+    # The GPU operator renders its operands (driver, toolkit, device plugin, DCGM, MIG manager...) as
+    # DaemonSets from the ClusterPolicy's spec and updates them when it changes (NVIDIA/gpu-operator
+    # controllers/object_controls.go); a driver upgrade drains and restarts the driver pod on every GPU node
+    # (https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-driver-upgrades.html).
+    ("nvidia.com", "ClusterPolicy"): (("spec",), "NVIDIA/gpu-operator controllers/object_controls.go; "
+                                      "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/"
+                                      "gpu-driver-upgrades.html"),
+    # The network operator's states render the OFED driver, device plugins and CNI plugins as DaemonSets
+    # from the NicClusterPolicy's spec (Mellanox/network-operator pkg/state, controllers/
+    # nicclusterpolicy_controller.go): a spec change updates them, and they roll.
+    ("mellanox.com", "NicClusterPolicy"): (("spec",), "Mellanox/network-operator "
+                                           "controllers/nicclusterpolicy_controller.go, pkg/state/"),
+}
+HELM_RESTART_KEYS = ("chart", "version", "values", "valueYamlFiles")
+"""A Helm release's inputs whose change is an upgrade: `helm upgrade` applies the chart's new manifests
+(https://helm.sh/docs/helm/helm_upgrade/), and every pod template they change rolls. Offline the chart is
+not rendered, so any chart, version or values change counts as a restart of the release's pods."""
+
+
+def restarts(type_token: str, inputs: Mapping[str, Any], paths: list[Path_]) -> bool:
+    """An in-place update of these paths restarts pods of an add-on (RESTARTS, HELM_RESTART_KEYS)."""
+    if type_token == "kubernetes:helm.sh/v3:Release":
+        return any(p[:1] and p[0] in HELM_RESTART_KEYS for p in paths)
+    if not type_token.startswith("kubernetes:"):
+        return False
+    group, _, kind = kubernetes_gvk(type_token)
+    if (group, kind) not in RESTARTS:
+        return False
+    if kind == "DaemonSet" and _get(inputs, ("spec", "updateStrategy", "type")) == "OnDelete":
+        return False
+    patterns = [parse_path(f) for f in RESTARTS[(group, kind)][0]]
+    return any(contains(f, p) for f in patterns for p in paths)
+
+
+def restart_nodes(inputs: Mapping[str, Any], gpu_nodes: list[str]) -> tuple[str, list[str]]:
+    """Which nodes a restart touches, where the plan knows them: the hostnames the pod template's node
+    affinity lists, else the GPU nodes (the operators' pods run on every GPU node)."""
+    named = _hostnames(_get(inputs, ("spec", "template", "spec", "affinity")))
+    return ("nodes", named) if named else ("GPU nodes", gpu_nodes)
+
+
+def _hostnames(value: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(value, dict):
+        if value.get("key") == HOSTNAME_KEY and isinstance(value.get("values"), list):
+            found += [str(v) for v in value["values"]]
+        for v in value.values():
+            found += _hostnames(v)
+    elif isinstance(value, list):
+        for v in value:
+            found += _hostnames(v)
+    return found
+
+
+HOSTNAME_KEY = "kubernetes.io/hostname"
+
+
+def acceptance_rerun(type_token: str, old: Mapping[str, Any], new: Mapping[str, Any], paths: list[Path_]) -> bool:
+    """An acceptance benchmark (components/addons/jobs.py: a Job or MPIJob labelled gpu-lab.io/acceptance)
+    replaced only because the set of workers changed: every changed path is its workers' hostnames (the
+    node affinity), the MPI worker count or mpirun's `-np` (workers x GPUs). Its spec is replaced on any
+    change (a Job's template is immutable): the benchmark runs again on the new workers, and nothing of the
+    lab is lost but the previous run's pods and their logs."""
+    if not type_token.startswith("kubernetes:") or kubernetes_gvk(type_token)[2] not in ("Job", "MPIJob"):
+        return False
+    labels = _get(new, ("metadata", "labels"))
+    if not isinstance(labels, dict) or ACCEPTANCE_LABEL not in labels:
+        return False
+    return bool(paths) and all(_node_set_path(p, old, new) for p in paths)
+
+
+def _node_set_path(p: Path_, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    if "nodeAffinity" in p and "values" in p:
+        at = p.index("values")
+        return HOSTNAME_KEY in (_get(new, (*p[:at], "key")), _get(old, (*p[:at], "key")))
+    if p[-3:] == ("mpiReplicaSpecs", "Worker", "replicas"):
+        return True
+    index = p[-1] if p else None
+    if isinstance(index, int) and index > 0 and p[-2:-1] == ("command",):
+        return _get(new, (*p[:-1], index - 1)) == _get(old, (*p[:-1], index - 1)) == "-np"
+    return False
+
 
 class HelmReleaseRule(ForceNewRule):
     """pulumi-kubernetes helmReleaseProvider `Diff` (provider/pkg/provider/helm_release.go): only .name and
-    .namespace replace; values, chart and version changes upgrade the release in place."""
+    .namespace replace; values, chart and version changes upgrade the release in place, which restarts its
+    pods (HELM_RESTART_KEYS)."""
 
     def __init__(self) -> None:
-        super().__init__("name", "namespace", source="pulumi/pulumi-kubernetes provider/pkg/provider/helm_release.go")
+        super().__init__("name", "namespace", source="pulumi/pulumi-kubernetes provider/pkg/provider/helm_release.go; "
+                                                      "https://helm.sh/docs/helm/helm_upgrade/")
+
+    def effects(self, op, old, new, inputs, paths):
+        found = super().effects(op, old, new, inputs, paths)
+        return found + (["restart"] if op == "update" and restarts("kubernetes:helm.sh/v3:Release", inputs, paths)
+                        else [])
 
 
 class KubernetesProviderRule(Rule):
@@ -387,16 +492,39 @@ class DynamicRule(Rule):
         return list(provider.warnings({k: v for k, v in old.inputs.items() if k != drop},
                                       {k: v for k, v in inputs.items() if k != drop}))
 
-    def effects(self, op, old, new, inputs, paths):
+    def effects(self, op, old, new, inputs, paths, base: Mapping[str, Planned] | None = None):
         r = new or old
         kind = r.inputs.get("kind") if r is not None else None
         triggers = DYNAMIC_REBOOTS.get(str(kind), ())
         rebooted = (op in ("replace", "delete") and kind in DYNAMIC_REBOOTS_ON_DELETE) or (
-            op == "update" and any(p[:1] and p[0] in triggers for p in paths))
+            op == "update" and any(p[:1] and p[0] in triggers for p in paths)) or (
+            op == "create" and kind == ROLL_KIND and bool(roll_converges(inputs, base or {})))
         extra = ["reboot"] if rebooted else []
         if rebooted and kind == ROLL_KIND and cluster_gone():
             extra.append("undrained")
         return sorted(set(super().effects(op, old, new, inputs, paths) + extra), key=EFFECTS.index)
+
+
+def roll_converges(inputs: Mapping[str, Any], base: Mapping[str, Planned]) -> list[str]:
+    """The settings a new NodeRoll changes on a VM that already runs: its create converges the VM it
+    finds (components/dynamic/roll.py, `differences`), powering it off and on when any differs. The VM
+    is the base's VM whose managed object id (`moid`, components/vsphere/vms.py) is the roll's vmId; its
+    vGPU profile is the base's vGPU resource on that VM. [] when the VM is not in the base or its id is
+    not known yet (a new VM is created as asked)."""
+    vm_id = inputs.get("vmId")
+    if not isinstance(vm_id, str) or vm_id == UNKNOWN:
+        return []
+    vm = next((b for b in base.values() if b.type == VIRTUAL_MACHINE and vm_id in (b.id, b.outputs.get("moid"))),
+              None)
+    if vm is None:
+        return []
+    vgpu = next((b for b in base.values() if b.type == DYNAMIC_TYPE and b.inputs.get("kind") == "vsphere-vm-vgpu"
+                 and b.inputs.get("vmId") == vm_id), None)
+    live = {"cpus": vm.inputs.get("numCpus"), "memoryMb": vm.inputs.get("memory"),
+            "memoryReservationMb": vm.inputs.get("memoryReservation"),
+            "hardwareVersion": vm.inputs.get("hardwareVersion"),
+            "vgpuProfile": vgpu.inputs.get("profile") if vgpu is not None else ""}
+    return differences(live, {k: inputs.get(k) for k in ROLLED})
 
 
 class NoDiffConfigProviderRule(Rule):
