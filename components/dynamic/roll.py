@@ -8,6 +8,8 @@ handling, the resume and the live power check: docs/engine.md ("The node roll").
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -235,7 +237,7 @@ class NodeRollProvider(ResourceProvider):
                 changes = differences(live, wanted_settings(inputs))
                 on = vm.powered_on()
                 if changes or not on:
-                    with _ONE_AT_A_TIME:
+                    with _ONE_AT_A_TIME, _machine_lock(inputs, name):
                         _after_no_failure(name)
                         live = vm.settings()  # again: another node's roll may have run while this one waited
                         try:
@@ -257,7 +259,7 @@ class NodeRollProvider(ResourceProvider):
         (killed while waiting for Ready, say), cordoned. Nothing here is disruptive, so a cluster that
         does not answer is a warning; any roll that would power a VM off asks it again and stops."""
         try:
-            with _ONE_AT_A_TIME, _cluster(inputs, name) as node:
+            with _ONE_AT_A_TIME, _machine_lock(inputs, name), _cluster(inputs, name) as node:
                 if node is not None and node.roll_mark() is not None:
                     self._roll(inputs, name, vm, vm.settings(), [], node)
         except RollStepError as error:
@@ -372,6 +374,27 @@ class NodeRollProvider(ResourceProvider):
         if reason is None:
             return error
         return VsphereOperationError(f"VM {props.get('vmName')!r} ({props.get('vmId')}): {action} failed: {reason}")
+
+
+@contextmanager
+def _machine_lock(inputs: dict[str, Any], name: str) -> Iterator[None]:
+    """One roll at a time on this machine for one vCenter, across processes: a `pulumi up` killed with
+    -9 leaves its dynamic provider running the roll it was in to its end, and a new `up` started meanwhile
+    (after `pulumi cancel`) has a provider process, and a lock, of its own. Under TMPDIR, which the up
+    job keeps private."""
+    digest = hashlib.sha256(f"{inputs.get('server')}:{inputs.get('port') or 443}".encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"gpu-lab-node-roll-{digest}.lock")
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pulumi.log.info(f"node {name}: waiting for a roll another process runs against the same vCenter "
+                            "(an earlier `pulumi up` that was killed finishes its node first)")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _after_no_failure(name: str) -> None:

@@ -19,6 +19,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -752,6 +753,44 @@ def test_a_run_killed_at_any_step_is_finished_by_the_next_up_before_the_next_nod
     assert rolled_again == (point in ("after cordon", "after drain")), finished
     record(f"process killed (SIGKILL), {change}", step, "next up finishes this node first" + (
         " (drains again, then rolls)" if rolled_again else " without a second power cycle"))
+
+
+def test_a_new_run_waits_for_the_roll_a_killed_run_left_running(dsi, conn, workers, log, said, monkeypatch):
+    """kill -9 of the CLI leaves its dynamic provider running the roll it was in (found with the real engine):
+    a new `up` started meanwhile has a process of its own, so the roll takes a lock on the machine too. The
+    new run's roll waits for the old one, then finds that node out of service and stops."""
+    infos: list[str] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda m, *a, **k: infos.append(m))
+    old_run = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(conn, workers[1])),
+                                json.dumps(props(conn, workers[1], **NEW))],
+                               env={**os.environ, "PAUSE_AFTER": "power-off"}, cwd=Path(__file__).resolve().parents[2])
+    outcome: list[BaseException | None] = []
+
+    def new_run() -> None:
+        try:
+            r.NodeRollProvider().update("id", props(conn, workers[0]), props(conn, workers[0], **NEW))
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            outcome.append(error)
+
+    try:
+        deadline = time.monotonic() + 60
+        while "paused" not in log.read_text().splitlines():
+            assert old_run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        thread = threading.Thread(target=new_run)
+        thread.start()
+        time.sleep(1.5)
+        assert thread.is_alive() and not outcome  # waiting for the old run's roll
+        assert any("waiting for a roll another process runs" in m for m in infos)
+        assert not [c for c in calls(log) if WORKERS[0] in c]
+    finally:
+        os.kill(old_run.pid, signal.SIGKILL)
+        old_run.wait(timeout=30)
+    thread.join(timeout=60)
+    assert isinstance(outcome[0], r.RollStepError)
+    assert f"another node is out of service: {WORKERS[1]} (an unfinished roll)" in str(outcome[0])
+    assert sizing(workers[0]) == (1, 32, "grid_v100-16c", "poweredOn")
 
 
 def test_a_node_left_down_by_a_killed_run_stops_any_other_node_from_going_down(
