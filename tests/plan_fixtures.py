@@ -81,7 +81,11 @@ def planned_run() -> Run:
 
 @functools.cache
 def _lab_json() -> str:
-    run = planned_run()
+    return plan_json(planned_run())
+
+
+def plan_json(run: Run) -> str:
+    """A mock run as the plan.json the pack's tests read."""
     names = {r.urn: r.name for r in run.resources}
     resources = []
     for r in sorted(run.resources, key=lambda r: r.urn):
@@ -98,6 +102,11 @@ def _lab_json() -> str:
 def lab() -> dict:
     """The compliant stack: the plan of the test lab (a fresh copy; tests mutate it)."""
     return json.loads(_lab_json())
+
+
+def plan_of(config: dict[str, Any]) -> dict:
+    """The plan of another stack config, in the same shape as lab()."""
+    return json.loads(plan_json(run_program(config, stack=STACK, secrets=offline_secrets(config))))
 
 
 # ---------------------------------------------------------------- mutations

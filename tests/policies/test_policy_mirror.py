@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import plan_fixtures
 import pytest
@@ -17,26 +15,11 @@ CA = (Path(__file__).resolve().parents[1] / "addons" / "data" / "mirror-ca.pem")
 MIRROR = {"registry": "registry.lab.local:5000/mirror", "charts": "https://charts.lab.local/gpu-lab", "caBundle": CA}
 
 
-def _plan_of(config: dict[str, Any]) -> dict:
-    """The plan.json shape the pack's tests read (tests/plan_fixtures.py), for another config."""
-    run = plan_fixtures.run_program(config, stack=plan_fixtures.STACK, secrets=plan_fixtures.offline_secrets(config))
-    names = {r.urn: r.name for r in run.resources}
-    resources = []
-    for r in sorted(run.resources, key=lambda r: r.urn):
-        entry: dict[str, Any] = {"type": r.type, "name": r.name, "urn": r.urn}
-        if names.get(r.parent_urn):
-            entry["parent"] = names[r.parent_urn]
-        entry["properties"] = plan_fixtures.describe_assets(plan_fixtures.whole_numbers(r.plain()))
-        resources.append(entry)
-    return json.loads(json.dumps({"project": plan_fixtures.PROJECT, "stack": plan_fixtures.STACK,
-                                  "resources": resources}))
-
-
 @pytest.fixture(scope="module")
 def mirrored() -> dict:
     config = plan_fixtures.policy_stack_config()
     config["gpu-lab:mirror"] = MIRROR
-    return _plan_of(config)
+    return plan_fixtures.plan_of(config)
 
 
 def _addons(stack: dict) -> dict:
