@@ -553,7 +553,7 @@ class _RollNode(_Node):
         self.must("removing the roll's mark", "annotate", f"node/{self.name}", f"{ROLL_MARK}-",
                   timeout=_OC_GET_TIMEOUT_S)
 
-    def _json(self, what: str, *args: str) -> dict[str, Any] | str:
+    def json_of(self, what: str, *args: str) -> dict[str, Any] | str:
         """oc's JSON answer, or what is wrong as one line."""
         try:
             done = self.run(*args, "-o", "json", timeout=_OC_GET_TIMEOUT_S)
@@ -577,7 +577,7 @@ class _RollNode(_Node):
         if ready.returncode != 0 or ready.stdout.strip() != "ok":
             said = (ready.stderr.strip() or ready.stdout.strip() or "no answer").splitlines()[-1]
             return f"/readyz: {said}"
-        listed = self._json("ClusterOperators", "get", "clusteroperator", *HEALTH_OPERATORS)
+        listed = self.json_of("ClusterOperators", "get", "clusteroperator", *HEALTH_OPERATORS)
         if isinstance(listed, str):
             return listed
         seen: dict[str, dict[str, str]] = {}
@@ -592,7 +592,7 @@ class _RollNode(_Node):
                     "True", "False", "False"):
                 return (f"ClusterOperator {operator} Available={conditions.get('Available')} "
                         f"Progressing={conditions.get('Progressing')} Degraded={conditions.get('Degraded')}")
-        pods = self._json("etcd members", "get", "pods", "-n", ETCD_NAMESPACE, "-l", ETCD_POD_LABEL)
+        pods = self.json_of("etcd members", "get", "pods", "-n", ETCD_NAMESPACE, "-l", ETCD_POD_LABEL)
         if isinstance(pods, str):
             return pods
         ready_on: dict[str, bool] = {}
@@ -668,7 +668,7 @@ def _cluster(inputs: dict[str, Any], name: str) -> Iterator[_RollNode | None]:
         with os.fdopen(handle, "w") as out:
             out.write(str(kubeconfig))
         node = _RollNode(oc, path, name, f"VM {inputs.get('vmName')!r}")
-        listed = node._json("`oc get nodes`", "get", "nodes")
+        listed = node.json_of("`oc get nodes`", "get", "nodes")
         if isinstance(listed, str):
             raise RollStepError(name, "ask the cluster", f"the cluster did not answer {listed}",
                                 _todo("ask the cluster", name))
