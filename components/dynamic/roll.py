@@ -76,6 +76,11 @@ ROLL_MARK = "gpu-lab.io/roll-boot-id"
 the boot id the node had before its VM went down. A run that finds it (a kill, a failure) finishes
 that node first: settings, power, a new boot, Ready, health, uncordon. As the Machine Config Operator
 keeps its per-node state on the node."""
+ROLL_PHASE = "gpu-lab.io/roll-phase"
+"""Beside the mark: `cordoned` until the roll powers the VM off, `down` from just before. A node whose
+VM runs and whose phase is `down` went through a power cycle: its next Ready counts only with a new
+boot id, however long its kubelet takes to say so (a node stays Ready some 40 s after its machine
+stops: the node lifecycle controller's grace period)."""
 CLUSTER_GONE = "GPU_LAB_CLUSTER_GONE"
 """Set to 1 for one `pulumi up` (the environment, never the stack file) when the cluster the stack names
 is really gone: nodes' VMs then change, and leaving nodes are removed, without asking it. Nothing else
@@ -260,7 +265,7 @@ class NodeRollProvider(ResourceProvider):
         does not answer is a warning; any roll that would power a VM off asks it again and stops."""
         try:
             with _ONE_AT_A_TIME, _machine_lock(inputs, name), _cluster(inputs, name) as node:
-                if node is not None and node.roll_mark() is not None:
+                if node is not None and node.roll_mark()[0] is not None:
                     self._roll(inputs, name, vm, vm.settings(), [], node)
         except RollStepError as error:
             if error.step != "ask the cluster":
@@ -277,7 +282,7 @@ class NodeRollProvider(ResourceProvider):
         wanted = wanted_settings(inputs)
         control_plane = inputs.get("role") == "control-plane"
         was_on = vm.powered_on()
-        mark = node.roll_mark() if node is not None else None
+        mark, phase = node.roll_mark() if node is not None else (None, None)
         if changes:
             said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
             pulumi.log.info(f"node {name}: rolling ({said})")
@@ -300,7 +305,7 @@ class NodeRollProvider(ResourceProvider):
                         _wait_healthy(node, name, step)
                     step = "cordon"
                     boot = node.boot_id()
-                    node.set_roll_mark(boot)  # before anything changes: a kill after this is resumed
+                    node.set_roll_mark(boot, "cordoned")  # before anything changes: a kill after this is resumed
                     node.cordon()
                     step = "drain"
                     node.drain_for(int(inputs.get("drainTimeoutS") or DEFAULT_DRAIN_TIMEOUT_S))
@@ -308,9 +313,11 @@ class NodeRollProvider(ResourceProvider):
                     step = "cordon"
                     boot = mark if mark is not None else node.boot_id()
                     if mark is None:
-                        node.set_roll_mark(boot)
+                        node.set_roll_mark(boot, "cordoned" if was_on else "down")
             if was_on and changes:
                 step = "power-off"
+                if node is not None:
+                    node.set_roll_mark(boot or "", "down")
                 went_down = True
                 hostops.power_off(vm.vm)
             if changes:
@@ -329,7 +336,7 @@ class NodeRollProvider(ResourceProvider):
                     raise
             if node is not None and boot is not None:
                 step = "Ready"
-                if went_down or node.boot_id() != boot:
+                if went_down or phase == "down":
                     node.wait_rebooted(boot)
                 node.wait_ready()
                 if control_plane:
@@ -534,8 +541,9 @@ class _RollNode(_Node):
                 raise
             raise NodeDrainError(f"{error}; {said[-1].strip()}") from None
 
-    def roll_mark(self) -> str | None:
-        """The boot id an unfinished roll recorded (ROLL_MARK), None when no roll is under way."""
+    def roll_mark(self) -> tuple[str | None, str | None]:
+        """The boot id and phase an unfinished roll recorded (ROLL_MARK, ROLL_PHASE); None when no roll is
+        under way."""
         said = self.must("reading the node's annotations", "get", f"node/{self.name}", "-o",
                          "jsonpath={.metadata.annotations}", timeout=_OC_GET_TIMEOUT_S)
         try:
@@ -543,14 +551,14 @@ class _RollNode(_Node):
         except ValueError:
             raise NodeDrainError(f"{self.label}, node {self.name}: oc did not answer the annotations as JSON") from None
         mark = (annotations or {}).get(ROLL_MARK)
-        return str(mark) if mark else None
+        return (str(mark), str((annotations or {}).get(ROLL_PHASE) or "down")) if mark else (None, None)
 
-    def set_roll_mark(self, boot: str) -> None:
+    def set_roll_mark(self, boot: str, phase: str) -> None:
         self.must("marking the roll on the node", "annotate", "--overwrite", f"node/{self.name}",
-                  f"{ROLL_MARK}={boot}", timeout=_OC_GET_TIMEOUT_S)
+                  f"{ROLL_MARK}={boot}", f"{ROLL_PHASE}={phase}", timeout=_OC_GET_TIMEOUT_S)
 
     def clear_roll_mark(self) -> None:
-        self.must("removing the roll's mark", "annotate", f"node/{self.name}", f"{ROLL_MARK}-",
+        self.must("removing the roll's mark", "annotate", f"node/{self.name}", f"{ROLL_MARK}-", f"{ROLL_PHASE}-",
                   timeout=_OC_GET_TIMEOUT_S)
 
     def json_of(self, what: str, *args: str) -> dict[str, Any] | str:
