@@ -71,7 +71,7 @@ def lab(cluster, vms, monkeypatch):
     for node in vms:
         cluster.wait_node_ready(node, "True")
         cluster.must("uncordon", node)
-        cluster.must("annotate", f"node/{node}", f"{r.ROLL_MARK}-")
+        cluster.must("annotate", f"node/{node}", f"{r.ROLL_MARK}-", f"{r.ROLL_PHASE}-")
     cluster.kubectl("delete", "namespace", "ml", "--wait=true", timeout=120)
     for operator in ("etcd", "kube-apiserver"):
         cluster.set_cluster_operator(operator)
