@@ -30,6 +30,7 @@ from pyVmomi import vim
 
 from components.dynamic import hostops
 from components.dynamic import roll as r
+from components.openshift.files.common import render_script
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# test kubeconfig\n"
 WORKERS = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1", "DC0_H0_VM0", "DC0_H0_VM1"]
@@ -44,7 +45,7 @@ import json, os, sys, time
 from pathlib import Path
 log = Path(os.environ["FAKE_OC_LOG"])
 state_file = log.with_suffix(".state.json")
-args = sys.argv[1:]
+args = [a for a in sys.argv[1:] if not a.startswith("--request-timeout=")]
 line = " ".join(args)
 with log.open("a") as out:
     out.write("oc " + line + "\\n")
@@ -75,7 +76,9 @@ def save():
 def ready(node):
     power = [l for l in log.read_text().splitlines() if l.startswith("vsphere power-") and l.endswith(" " + node)]
     return not power or power[-1].startswith("vsphere power-on")
-if args[:2] == ["get", "nodes"]:
+if args[:2] == ["get", "nodes"] and args[-1] == "name":
+    print("\\n".join("node/" + n for n in nodes if n not in state.get("deleted", [])))
+elif args[:2] == ["get", "nodes"]:
     print(json.dumps({{"items": [{{
         "metadata": {{"name": n, "annotations": state.get("annotations", {{}}).get(n, {{}})}},
         "status": {{"conditions": [{{"type": "Ready", "status": "True" if ready(n) else "False"}}]}}}}
@@ -93,6 +96,14 @@ elif args[0] == "annotate":
         else:
             key, value = pair.split("=", 1)
             notes[key] = value
+    save()
+elif args[:2] == ["get", "node"] and args[-2:] == ["-o", "name"]:
+    if args[2] not in nodes or args[2] in state.get("deleted", []):
+        sys.stderr.write('Error from server (NotFound): nodes "%s" not found\\n' % args[2])
+        sys.exit(1)
+    print("node/" + args[2])
+elif args[:2] == ["delete", "node"]:
+    state["deleted"] = sorted({{*state.get("deleted", []), args[2]}})
     save()
 elif args[:2] in (["adm", "cordon"], ["adm", "uncordon"]):
     cordoned = set(state.get("cordoned", []))
@@ -858,6 +869,47 @@ def test_a_node_left_down_by_a_killed_run_stops_any_other_node_from_going_down(
     provider.update("id", props(conn, second), props(conn, second, **NEW))  # pulumi up --target <its roll>
     provider.update("id", props(conn, first), props(conn, first, cpus=3, memory=64))
     assert sizing(first)[0] == 3 and sizing(second) == (2, 64, "grid_v100-16c", "poweredOn") and marks(log) == {}
+
+
+# ---------------------------------------------------------------- a node that leaves
+
+
+def remove(vm_name: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """components/openshift/scripts/remove-node.sh as the node's Command deletes it, with the stand-in oc."""
+    script = render_script("remove-node.sh", {"OC": "oc", "NODE_NAMES": vm_name, "DRAIN_TIMEOUT_S": 60})
+    return subprocess.run(["sh", "-c", script], input=KUBECONFIG, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize(("fault", "env", "step"), [
+    ("401 Unauthorized", {"FAKE_OC_FAIL": "get nodes", "FAKE_OC_ERROR": UNAUTHORIZED}, "ask the cluster"),
+    ("connection refused", {"FAKE_OC_FAIL": "get nodes", "FAKE_OC_ERROR": REFUSED}, "ask the cluster"),
+    ("PodDisruptionBudget blocks", {"FAKE_OC_FAIL": "adm drain", "FAKE_OC_ERROR": "Cannot evict pod as it would "
+                                    "violate the pod's disruption budget."}, "drain"),
+])
+def test_a_node_that_leaves_stops_when_its_cluster_does_not_let_it_go(log, monkeypatch, fault, env, step):
+    """The node's removal holds the roll's invariants: its machine's delete (which waits for it) does not
+    run while the cluster cannot say the node is empty; with the fault gone it is drained and deleted."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    stopped = remove(WORKERS[3])
+    assert stopped.returncode == 1
+    assert "its machine is not touched" in stopped.stderr
+    assert WORKERS[3] not in cluster_state(log).get("deleted", [])
+    record(f"node removal: {fault}", step, "exit 1: the node stays in the cluster, its VM is not deleted")
+    for key in env:
+        monkeypatch.delenv(key)
+    done = remove(WORKERS[3])
+    assert done.returncode == 0 and f"node {WORKERS[3]} drained and deleted" in done.stdout
+    assert cluster_state(log)["deleted"] == [WORKERS[3]]
+
+
+def test_a_node_the_answering_cluster_does_not_list_is_nothing_to_take_out(log, monkeypatch):
+    monkeypatch.setenv("FAKE_OC_NODES", " ".join(WORKERS[:3]))
+    done = remove(WORKERS[3])
+    assert done.returncode == 0 and "nothing to drain" in done.stderr
+    assert not [c for c in calls(log) if c.startswith(("oc adm", "oc delete"))]
+    record("node removal: node not listed", "ask the cluster", "nothing to take out: exit 0, the VM goes")
 
 
 # ---------------------------------------------------------------- the matrix in docs/day2.md
