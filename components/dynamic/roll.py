@@ -542,16 +542,12 @@ class _RollNode(_Node):
             raise NodeDrainError(f"{error}; {said[-1].strip()}") from None
 
     def roll_mark(self) -> tuple[str | None, str | None]:
-        """The boot id and phase an unfinished roll recorded (ROLL_MARK, ROLL_PHASE); None when no roll is
-        under way."""
-        said = self.must("reading the node's annotations", "get", f"node/{self.name}", "-o",
-                         "jsonpath={.metadata.annotations}", timeout=_OC_GET_TIMEOUT_S)
-        try:
-            annotations = json.loads(said) if said else {}
-        except ValueError:
-            raise NodeDrainError(f"{self.label}, node {self.name}: oc did not answer the annotations as JSON") from None
-        mark = (annotations or {}).get(ROLL_MARK)
-        return (str(mark), str((annotations or {}).get(ROLL_PHASE) or "down")) if mark else (None, None)
+        """The boot id and phase an unfinished roll recorded (ROLL_MARK, ROLL_PHASE), from the nodes `oc get
+        nodes` listed when the roll began; None when no roll is under way."""
+        (item,) = [i for i in self.cluster if i.get("metadata", {}).get("name") == self.name]
+        annotations = item.get("metadata", {}).get("annotations") or {}
+        mark = annotations.get(ROLL_MARK)
+        return (str(mark), str(annotations.get(ROLL_PHASE) or "down")) if mark else (None, None)
 
     def set_roll_mark(self, boot: str, phase: str) -> None:
         self.must("marking the roll on the node", "annotate", "--overwrite", f"node/{self.name}",

@@ -85,8 +85,6 @@ elif args[:2] == ["get", "nodes"]:
         for n in nodes]}}))
 elif args[0] == "get" and "bootID" in line:
     print(boot(node_of(args[1])))
-elif args[0] == "get" and "annotations" in line:
-    print(json.dumps(state.get("annotations", {{}}).get(node_of(args[1]), {{}})))
 elif args[0] == "annotate":
     target = node_of([a for a in args if a.startswith("node/")][0])
     notes = state.setdefault("annotations", {{}}).setdefault(target, {{}})
@@ -218,9 +216,8 @@ def roll_in_order(changes: list[tuple[dict, dict]]) -> list[str]:
 
 
 def calls(log: Path) -> list[str]:
-    """The timeline without the reads (boot ids, which poll; the roll's mark), the marks' writes kept."""
-    return [line for line in log.read_text().splitlines()
-            if "bootID" not in line and "jsonpath={.metadata.annotations}" not in line]
+    """The timeline without the boot-id reads, which poll."""
+    return [line for line in log.read_text().splitlines() if "bootID" not in line]
 
 
 def cluster_state(log: Path) -> dict:
