@@ -117,7 +117,7 @@ def mirror_list(addons: AddonsPlan) -> tuple[list[Chart], list[str]]:
         images |= {f"{c['repository']}/{c['image']}:{c['version']}" for c in _components(nic_cluster_policy(
             source.openshift))}
         if source.network.mode == "pvrdma":
-            images |= {c["image"] for m in rdma_shared_device_plugin("pvrdma", []) for c in _containers(m)}
+            images |= {c["image"] for m in rdma_shared_device_plugin("pvrdma") for c in _containers(m)}
     for chart, values in releases:
         charts.append(Chart(chart.repo, chart.chart, chart.version))
         images |= chart_images(chart, values)

@@ -9,7 +9,8 @@ NicClusterPolicy no longer ships whereabouts), and give pods:
 
 PVRDMA: the operator's own RDMA shared device plugin only runs on nodes with a
 Mellanox NIC (label pci-15b3), which a VM with a VMware PVRDMA function never gets, so the plugin
-runs here as a DaemonSet selecting the PVRDMA function (15ad:0820). Pods reach the RDMA subnet
+runs here as a DaemonSet on the nodes NFD labels as having the PVRDMA function (15ad:0820), through
+a NodeFeatureRule of ours as the network operator has one for its NICs. Pods reach the RDMA subnet
 through macvlan on the VM's PVRDMA netdev.
 
 SR-IOV (DeepOps): 8 VFs per ConnectX-5 port, one network per rail (VLAN 111/112),
@@ -41,6 +42,10 @@ SRIOV_RESOURCE_PREFIX = "nvidia.com"
 PVRDMA_PCI = ("15ad", "0820")  # VMware paravirtual RDMA function of a vmxnet3/PVRDMA NIC
 CONNECTX5_PF = ("15b3", "1017")  # MT27800 ConnectX-5 physical function
 CONNECTX5_VF = ("15b3", "1018")  # its virtual function
+# NFD prefixes a rule's label without a namespace with feature.node.kubernetes.io/; the name is the
+# one NFD's pci source gives with deviceLabelFields [vendor, device].
+PVRDMA_FEATURE = f"pci-{PVRDMA_PCI[0]}_{PVRDMA_PCI[1]}.present"
+PVRDMA_NODE_LABEL = f"feature.node.kubernetes.io/{PVRDMA_FEATURE}"
 
 
 @dataclass(frozen=True)
@@ -166,8 +171,21 @@ def rdma_shared_device_config(resource: str) -> str:
     }, sort_keys=True)
 
 
-def rdma_shared_device_plugin(resource: str, nodes: list[str],
-                              mirror: MirrorPlan | None = None) -> list[dict[str, Any]]:
+def pvrdma_node_rule() -> dict[str, Any]:
+    """NFD labels the nodes that have a PVRDMA function: the device plugin runs on them, so a new
+    worker gets its plugin pod without the DaemonSet's template changing under the running ones."""
+    return {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+            "metadata": {"name": "gpu-lab-pvrdma"},
+            "spec": {"rules": [{
+                "name": "VMware PVRDMA function",
+                "labels": {PVRDMA_FEATURE: "true"},
+                "matchFeatures": [{"feature": "pci.device", "matchExpressions": {
+                    "vendor": {"op": "In", "value": [PVRDMA_PCI[0]]},
+                    "device": {"op": "In", "value": [PVRDMA_PCI[1]]}}}],
+            }]}}
+
+
+def rdma_shared_device_plugin(resource: str, mirror: MirrorPlan | None = None) -> list[dict[str, Any]]:
     """ServiceAccount, ConfigMap and DaemonSet of the RDMA shared device plugin for PVRDMA."""
     name = f"rdma-shared-dp-{resource}"
     labels = {"app": name}
@@ -184,8 +202,7 @@ def rdma_shared_device_plugin(resource: str, nodes: list[str],
                      "serviceAccountName": name,
                      "hostNetwork": True,
                      "priorityClassName": "system-node-critical",
-                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                                                   on_nodes(nodes)}},
+                     "nodeSelector": {PVRDMA_NODE_LABEL: "true"},
                      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                      "containers": [{
                          "name": "rdma-shared-dp",
@@ -253,13 +270,13 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
 
     `policy`: NicClusterPolicy and (SR-IOV) node policies, created once the operator's CRDs are
     in; `pools`: nv-ipam pools, created once nv-ipam runs; `networks`: what pods attach to;
-    `plugin`: our PVRDMA device plugin.
+    `labels`: the NodeFeatureRule naming the nodes our PVRDMA device plugin, `plugin`, runs on.
     """
     plan = rdma_plan(addons)
     nodes = list(addons.jobs.nodes)
     static = list(addons.jobs.ib_write_bw_addresses) if addons.jobs.ib_write_bw else []
     out: dict[str, list[dict[str, Any]]] = {"policy": [nic_cluster_policy(openshift, addons.mirror)], "pools": [],
-                                            "networks": [], "plugin": []}
+                                            "networks": [], "labels": [], "plugin": []}
     if plan.mode == "pvrdma":
         pool = addons.network.pod_pool
         if pool is None:  # check() reports a missing pool before anything is built
@@ -272,7 +289,8 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
             network_attachment(PVRDMA_STATIC_NETWORK, workload_namespace, macvlan_config(
                 PVRDMA_STATIC_NETWORK, master, plan.mtu, {"type": "static"}, static=True)),
         ]
-        out["plugin"] = rdma_shared_device_plugin(PVRDMA_RESOURCE, nodes, addons.mirror)
+        out["labels"] = [pvrdma_node_rule()]
+        out["plugin"] = rdma_shared_device_plugin(PVRDMA_RESOURCE, addons.mirror)
         if openshift:
             out["plugin"].append(privileged_scc_binding("rdma-shared-dp-privileged", NAMESPACE,
                                                         f"rdma-shared-dp-{PVRDMA_RESOURCE}"))
@@ -306,5 +324,8 @@ def deploy_network(kube: Kube, addons: AddonsPlan, workload_namespace: str,
     policies = [kube.register(role_of(m), m, [release]) for m in manifests["policy"]]
     pools = [kube.register(role_of(m), m, policies) for m in manifests["pools"]]
     ready += [kube.register(role_of(m), m, [release, *after, *pools]) for m in manifests["networks"]]
-    ready += [kube.register(role_of(m), m, [ns]) for m in manifests["plugin"]]
+    # The rule's CRD comes with NFD, which the release waits for (after). The plugin follows the rule,
+    # so a lab moving from node names to the label has its nodes labelled as soon as NFD can.
+    rules = [kube.register(role_of(m), m, [release]) for m in manifests["labels"]]
+    ready += rules + [kube.register(role_of(m), m, [ns, *rules]) for m in manifests["plugin"]]
     return ready + pools + policies

@@ -30,6 +30,7 @@ def test_only_known_custom_resources(full_run, openshift_run, baremetal_run):
         ("sriovnetwork.openshift.io/v1", "SriovNetworkNodePolicy"), ("sriovnetwork.openshift.io/v1", "SriovNetwork"),
         ("kubeflow.org/v2beta1", "MPIJob"), ("security.openshift.io/v1", "SecurityContextConstraints"),
         ("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate"),
+        ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule"),
     }
     # CRD objects go out as custom resources: the type token is just apiVersion and kind.
     for run in (full_run, openshift_run, baremetal_run):
@@ -62,10 +63,19 @@ def test_ip_pool_hands_out_the_pod_range(full_run):
                        {"startIP": "192.168.0.254", "endIP": "192.168.0.254"}]}
 
 
-def test_pvrdma_device_plugin_runs_on_the_workers(full_run):
+def test_pvrdma_device_plugin_runs_where_nfd_finds_the_pvrdma_function(full_run):
     ds = by_name(full_run, "DaemonSet", "rdma-shared-dp-pvrdma")["spec"]["template"]["spec"]
-    terms = ds["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms[0]["matchExpressions"][0]["values"] == ["w01", "w02", "w03", "w04"]
+    # no node names in the template: a new worker gets a plugin pod, the running ones keep theirs
+    assert "affinity" not in ds
+    (rule,) = by_name(full_run, "NodeFeatureRule", "gpu-lab-pvrdma")["spec"]["rules"]
+    ((label, value),) = rule["labels"].items()
+    # NFD publishes a label without a namespace under feature.node.kubernetes.io/ (NFD's customization
+    # guide: https://kubernetes-sigs.github.io/node-feature-discovery/v0.19/usage/customization-guide.html)
+    assert ds["nodeSelector"] == {f"feature.node.kubernetes.io/{label}": value}
+    (match,) = rule["matchFeatures"]
+    assert match["feature"] == "pci.device"
+    assert match["matchExpressions"] == {"vendor": {"op": "In", "value": ["15ad"]},
+                                         "device": {"op": "In", "value": ["0820"]}}
     config = json.loads(by_name(full_run, "ConfigMap", "rdma-devices-pvrdma")["data"]["config.json"])
     assert config["configList"][0]["selectors"] == {"vendors": ["15ad"], "deviceIDs": ["0820"]}
 

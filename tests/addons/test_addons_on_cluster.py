@@ -2,9 +2,9 @@
 under kubernetes/ for a lab on plain Kubernetes, applied server-side, as pulumi-kubernetes applies it, after
 the operators' CRDs it uses (tests/upstream, the shipped MPI operator manifest). Nodes are named and
 labelled as the lab's: control-plane nodes m01..m03 (tainted), GPU workers w01..w04 with the labels NFD
-and the GPU operator give them. The scheduler, the controllers and kwok act: the device plugin's
-DaemonSet lands on the nodes it selects and nowhere else, and each node's pinned nvidia-smi Job runs on
-its node and completes. The Helm releases are not here (no chart is rendered offline).
+(with the rendered NodeFeatureRules) and the GPU operator give them, and a worker without a PVRDMA
+function. The scheduler, the controllers and kwok act: the device plugin's DaemonSet lands on the nodes
+it selects and nowhere else, and each node's pinned nvidia-smi Job runs on its node and completes. The Helm releases are not here (no chart is rendered offline).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def rendered(tmp_path_factory) -> list[dict]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, rendered):
     nodes = [KubeNode(m, control_plane=True) for m in builders.CONTROL_PLANE] + [
-        KubeNode(w, gpu=True) for w in builders.WORKERS]
+        KubeNode(w, gpu=True, labels=nfd_rule_labels(rendered)) for w in builders.WORKERS] + [KubeNode(PLAIN_WORKER)]
     with running_kube_cluster(tmp_path_factory, nodes=nodes, cluster_operators=False) as kube:
         crds = _crds_for(rendered)
         kube.must("apply", "--server-side", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
@@ -44,6 +44,17 @@ def cluster(tmp_path_factory, rendered):
         for crd in crds:
             kube.must("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}", "--timeout=60s")
         yield kube
+
+
+PLAIN_WORKER = "infra01"  # a worker with no PVRDMA function: no rule labels it
+
+
+def nfd_rule_labels(manifests: list[dict]) -> dict[str, str]:
+    """The labels NFD gives a PVRDMA worker by the rendered NodeFeatureRules, namespaced as NFD publishes
+    them (no nfd-master runs here)."""
+    rules = [rule for m in manifests if m["kind"] == "NodeFeatureRule" for rule in m["spec"]["rules"]]
+    assert rules
+    return {f"feature.node.kubernetes.io/{k}": v for rule in rules for k, v in rule["labels"].items()}
 
 
 def _crds_for(manifests: list[dict]) -> list[dict]:

@@ -100,7 +100,8 @@ def test_missing_licence_token_names_its_key():
      {"Namespace": [ACCEPTANCE_NS, "nvidia-network-operator"], "Release": ["network-operator"],
       "ServiceAccount": ["gpu-lab-acceptance", "rdma-shared-dp-pvrdma"], "ConfigMap": ["rdma-devices-pvrdma"],
       "DaemonSet": ["rdma-shared-dp-pvrdma"], "NicClusterPolicy": ["nic-cluster-policy"], "IPPool": ["rdma-pool"],
-      "NetworkAttachmentDefinition": ["rdma-net", "rdma-static"]}),
+      "NetworkAttachmentDefinition": ["rdma-net", "rdma-static"],
+      "NodeFeatureRule": ["gpu-lab-pvrdma"]}),
     ({"gpuOperator": VGPU, "jobs": {"nvidiaSmi": True}},
      {"Namespace": [ACCEPTANCE_NS, "gpu-operator"], "Release": ["gpu-operator"],
       "Secret": ["licensing-config", "registry-secret"], "ServiceAccount": ["gpu-lab-acceptance"],
@@ -353,6 +354,7 @@ def test_bare_metal_uses_the_deepops_sriov_rails(baremetal_run):
     assert found["SriovNetworkNodePolicy"] == ["policy-sriov111", "policy-sriov112"]
     assert found["SriovNetwork"] == ["sriov111", "sriov111-static", "sriov112"]
     assert "rdma-shared-dp-pvrdma" not in found.get("DaemonSet", [])
+    assert "NodeFeatureRule" not in found  # the SR-IOV nodes: the network-sriov.capable label NFD gives
     assert release(baremetal_run, "network-operator")["values"]["sriovNetworkOperator"] == {"enabled": True}
     worker = by_name(baremetal_run, "MPIJob", "nccl-allreduce-rdma")["spec"]["mpiReplicaSpecs"]["Worker"]
     (c,) = worker["template"]["spec"]["containers"]
