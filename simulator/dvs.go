@@ -176,21 +176,26 @@ func wrapSwitch(o mo.Reference) mo.Reference {
 func (*dvSwitch) overlaid() {}
 
 // DestroyTask destroys the switch as the simulator does, then drops this session's wrapper of it,
-// so the session no longer finds the switch.
+// so the session no longer finds the switch. The wrapper goes before the task completes: a
+// client that reads the switch once the task is done must not find it.
 func (s *dvSwitch) DestroyTask(ctx *simulator.Context, req *types.Destroy_Task) soap.HasFault {
 	if fault := s.destroyPortgroups(ctx); fault != nil {
 		return &methods.Destroy_TaskBody{Fault_: simulator.Fault("", fault)}
 	}
-	body := s.DistributedVirtualSwitch.DestroyTask(ctx, req).(*methods.Destroy_TaskBody)
-	if body.Res != nil && ctx.Session != nil {
-		session, self := ctx.Session, s.Self
-		go func() {
-			if _, fault := waitTask(ctx, body.Res.Returnval); fault == nil {
-				session.Remove(ctx, self)
-			}
-		}()
-	}
-	return body
+	task := simulator.CreateTask(s.DistributedVirtualSwitch, "destroy", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+		body := s.DistributedVirtualSwitch.DestroyTask(ctx, req).(*methods.Destroy_TaskBody)
+		if body.Fault_ != nil {
+			return nil, faultOf(body)
+		}
+		if _, fault := waitTask(ctx, body.Res.Returnval); fault != nil {
+			return nil, fault
+		}
+		if ctx.Session != nil {
+			ctx.Session.Remove(ctx, s.Self)
+		}
+		return nil, nil
+	})
+	return &methods.Destroy_TaskBody{Res: &types.Destroy_TaskResponse{Returnval: task.Run(ctx)}}
 }
 
 // CreateDVPortgroupTask adds one port group and returns it, where AddDVPortgroup_Task returns nothing.

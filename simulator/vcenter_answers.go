@@ -84,6 +84,9 @@ func (pg *dvPortgroup) ReconfigureDVPortgroupTask(ctx *simulator.Context, req *t
 		return body
 	}
 	ctx.Update(pg.DistributedVirtualPortgroup, []types.PropertyChange{{Name: "name", Val: wanted}})
+	// The update sets the port group's own name field; inventory paths are looked up by the
+	// entity's name beneath it, which the simulator also set at creation.
+	pg.Entity().Name = wanted
 	if pg.Config.DistributedVirtualSwitch != nil {
 		if s, ok := ctx.Map.Get(*pg.Config.DistributedVirtualSwitch).(*simulator.DistributedVirtualSwitch); ok {
 			names := slices.Clone(s.Summary.PortgroupName)
