@@ -41,7 +41,8 @@ func (inventoryHooks) UpdateObject(*simulator.Context, mo.Reference, []types.Pro
 	changes.notify()
 }
 
-func (inventoryHooks) RemoveObject(_ *simulator.Context, ref types.ManagedObjectReference) {
+func (inventoryHooks) RemoveObject(ctx *simulator.Context, ref types.ManagedObjectReference) {
 	objectTypes.remove(ref)
+	wrappers.drop(ctx, ref)
 	changes.notify()
 }

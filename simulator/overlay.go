@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -42,5 +43,34 @@ func (o overlays) handler(ctx *simulator.Context, m *simulator.Method) (mo.Refer
 		return nil, nil
 	}
 	ctx.Session.Put(wrapper)
+	wrappers.add(m.This, ctx.Session.Registry)
 	return wrapper, nil
+}
+
+// wrapperSessions: the session registries holding a wrapper of each object. A session reads an
+// object through its wrapper, so when any session removes the object (inventoryHooks), every
+// wrapper of it goes too; else the other sessions would still find it.
+type wrapperSessions struct {
+	mu sync.Mutex
+	by map[types.ManagedObjectReference][]*simulator.Registry
+}
+
+var wrappers = &wrapperSessions{by: map[types.ManagedObjectReference][]*simulator.Registry{}}
+
+func (w *wrapperSessions) add(ref types.ManagedObjectReference, session *simulator.Registry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.by[ref], session) {
+		w.by[ref] = append(w.by[ref], session)
+	}
+}
+
+func (w *wrapperSessions) drop(ctx *simulator.Context, ref types.ManagedObjectReference) {
+	w.mu.Lock()
+	sessions := w.by[ref]
+	delete(w.by, ref)
+	w.mu.Unlock()
+	for _, session := range sessions {
+		session.Remove(ctx, ref)
+	}
 }
