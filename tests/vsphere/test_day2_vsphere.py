@@ -481,6 +481,21 @@ def test_adding_a_worker_passes_the_gate_with_nothing_allowed(plan, tmp_path):
                                                       [*builders.WORKERS, "w05"])), tmp_path) == 0
 
 
+@pytest.mark.parametrize("key, rotated", [
+    ("vsphere:password", "rotated-password"),
+    ("gpu-lab:pullSecret", '{"auths":{"registry.example":{"auth":"bmV3"}}}'),
+    ("gpu-lab:switchPasswords", {builders.SWITCH: "rotated-switch-password"}),
+])
+def test_rotating_a_secret_passes_the_gate_with_nothing_allowed(plan, tmp_path, key, rotated):
+    config = builders.lab_stack()
+    secrets = placeholder_secrets(config)
+    assert key in secrets
+    base = plan(config, secrets)
+    new = plan(config, {**secrets, key: rotated})
+    assert changes(base.run, new.on_top_of(base))  # the rotation reaches the lab: something runs or updates
+    assert _gate(base, new, tmp_path) == 0
+
+
 def test_a_scoped_allowance_for_the_jobs_lets_nothing_else_through(plan, tmp_path):
     base = plan(builders.lab_stack())
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:addons.jobs.horovodBatches", 50))
