@@ -117,13 +117,13 @@ func TestRewriteRequest(t *testing.T) {
 	inventory.put(types.ManagedObjectReference{Type: "ClusterComputeResource", Value: "domain-c7"})
 	inventory.put(types.ManagedObjectReference{Type: "HostSystem", Value: "host-9"})
 	for in, want := range map[string]string{
-		`<this type="ComputeResource">domain-c7</this>`:                 `<this type="ClusterComputeResource">domain-c7</this>`,
-		`<this type="ManagedEntity">host-9</this>`:                      `<this type="HostSystem">host-9</this>`,
-		`<this type="HostSystem">domain-c7</this>`:                      `<this type="HostSystem">domain-c7</this>`,
-		`<this type="ComputeResource">domain-c99</this>`:                `<this type="ComputeResource">domain-c99</this>`,
-		`<obj type="VmwareDistributedVirtualSwitch">dvs-1</obj>`:        `<obj type="DistributedVirtualSwitch">dvs-1</obj>`,
+		`<this type="ComputeResource">domain-c7</this>`:                `<this type="ClusterComputeResource">domain-c7</this>`,
+		`<this type="ManagedEntity">host-9</this>`:                     `<this type="HostSystem">host-9</this>`,
+		`<this type="HostSystem">domain-c7</this>`:                     `<this type="HostSystem">domain-c7</this>`,
+		`<this type="ComputeResource">domain-c99</this>`:               `<this type="ComputeResource">domain-c99</this>`,
+		`<obj type="VmwareDistributedVirtualSwitch">dvs-1</obj>`:       `<obj type="DistributedVirtualSwitch">dvs-1</obj>`,
 		`<type>VmwareDistributedVirtualSwitch</type><path>name</path>`: `<type>DistributedVirtualSwitch</type><path>name</path>`,
-		`<name>VmwareDistributedVirtualSwitch-docs</name>`:              `<name>VmwareDistributedVirtualSwitch-docs</name>`,
+		`<name>VmwareDistributedVirtualSwitch-docs</name>`:             `<name>VmwareDistributedVirtualSwitch-docs</name>`,
 	} {
 		if got := string(inventory.rewriteRequest([]byte(in))); got != want {
 			t.Errorf("%s\n got %s\nwant %s", in, got, want)
