@@ -17,9 +17,11 @@ MirrorPlan, so no part decides a mirrored name on its own.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import ssl
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -102,6 +104,35 @@ class MirrorPlan:
         if self.charts.startswith("oci://"):
             return f"{self.charts}/{name}", None
         return name, self.charts
+
+    @property
+    def chart_ca_file(self) -> str | None:
+        """Where the CA Helm checks an https:// chart repository with is written, relative to the project.
+
+        pulumi-kubernetes takes the CA as a file path only (Release `repositoryOpts.caFile`, read with
+        os.ReadFile in the provider's process, whose working directory is the project's), and a changed
+        path alone upgrades the release: so a path that depends on the bundle alone, never on the
+        machine. Its oci:// registry client takes no CA: the machine running pulumi must trust it.
+        """
+        if self.ca_bundle is None or self.charts.startswith("oci://"):
+            return None
+        return f"{CHART_CA_DIR}/ca-{hashlib.sha256(self.ca_bundle.encode()).hexdigest()[:16]}.pem"
+
+
+CHART_CA_DIR = "build/mirror"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_chart_ca(plan: MirrorPlan) -> str | None:
+    """Write the mirror's CA where `chart_ca_file` says (the same bytes each run) and return that path."""
+    relative = plan.chart_ca_file
+    if relative is None or plan.ca_bundle is None:
+        return None
+    path = PROJECT_ROOT / relative
+    if not path.is_file() or path.read_text() != plan.ca_bundle:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(plan.ca_bundle)
+    return relative
 
 
 def mirror_plan(config: MirrorConfig | None) -> MirrorPlan | None:

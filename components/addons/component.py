@@ -71,6 +71,11 @@ class ClusterAddons(pulumi.ComponentResource):
             # the policy pack holds every add-on to it (policies/rules/mirror.py)
             props["mirror"] = {"registry": addons.mirror.registry, "charts": addons.mirror.charts}
         super().__init__("gpu-lab:addons:ClusterAddons", name, props, opts)
+        mirror = addons.mirror
+        if mirror is not None and mirror.ca_bundle is not None and mirror.chart_ca_file is None:
+            pulumi.log.warn(f"gpu-lab:mirror.caBundle does not reach Helm for the oci:// charts at {mirror.charts}: "
+                            "pulumi-kubernetes' registry client takes no CA, so the machine that runs pulumi "
+                            "must trust the mirror's CA (its system trust store)", self)
 
         # The one edge set to the nodes and VMs (see ClusterAddonsArgs.after): it grows with the lab
         # once, not once per add-on object.

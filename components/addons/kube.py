@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.mirror import MirrorPlan
+from components.mirror import MirrorPlan, write_chart_ca
 
 # Operators and device plugins run privileged pods in their namespaces; OpenShift would
 # otherwise rewrite the Pod Security labels from the SCCs a namespace's accounts may use.
@@ -159,12 +159,14 @@ def helm_release(kube: Kube, role: str, chart, namespace: str, values: Mapping[s
     https://helm.sh/docs/topics/registries/); the provider hands the chart to Helm's own locator.
     """
     name, repo = kube.mirror.chart(chart.chart) if kube.mirror is not None else (chart.chart, chart.repo)
+    ca_file = write_chart_ca(kube.mirror) if kube.mirror is not None else None
     return k8s.helm.v3.Release(
         kube.child(role),
         name=role,
         chart=name,
         version=chart.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo is not None else None,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(
+            repo=repo, **({"ca_file": ca_file} if ca_file else {})) if repo is not None else None,
         namespace=namespace,
         values=dict(values),
         # Operators report ready long after install; their CRs below wait on the CRDs instead.

@@ -33,6 +33,15 @@ from components.addons.plan import AddonsPlan, SriovRail
 from components.mirror import MirrorPlan
 
 NAMESPACE = "nvidia-network-operator"
+NIC_CLUSTER_POLICY_READY = {
+    # nv-ipam's IPPool CRD is installed by the operator as it deploys nv-ipam, not by the chart, and
+    # pulumi-kubernetes retries a custom resource of an unknown kind for about a minute only: the
+    # pools wait for the policy, which waits until the operator reports every component ready
+    # (NicClusterPolicy .status.state).
+    "pulumi.com/waitFor": "jsonpath={.status.state}=ready",
+    # images pulled to every node through the lab's network first
+    "pulumi.com/timeoutSeconds": "1800",
+}
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
 PVRDMA_NETWORK = "rdma-net"
 PVRDMA_STATIC_NETWORK = "rdma-static"
@@ -119,7 +128,7 @@ def nic_cluster_policy(openshift: bool, mirror: MirrorPlan | None = None) -> dic
         spec["secondaryNetwork"] = {"cniPlugins": _component("plugins", mirror),
                                     "multus": _component("multus-cni", mirror)}
     return {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
-            "metadata": {"name": "nic-cluster-policy"}, "spec": spec}
+            "metadata": metadata("nic-cluster-policy", annotations=NIC_CLUSTER_POLICY_READY), "spec": spec}
 
 
 def per_node_block(pool: ipaddress.IPv4Network, nodes: int) -> int:

@@ -345,3 +345,21 @@ def test_network_components_are_images_of_the_pinned_release(full_run, baremetal
                     found.add((repository, image, version))
     assert len(found) >= 4
     assert found <= shipped, found - shipped
+
+
+def test_the_pools_wait_until_the_operator_reports_the_policy_ready(full_run, baremetal_run):
+    # nv-ipam's IPPool CRD comes from the network operator as it deploys nv-ipam, not from its chart;
+    # pulumi-kubernetes 4.34.2 retries a kind it cannot map for about 63 s only, whatever the timeouts
+    # (pkg/await/await.go: 5 retries, backoff 1-32 s), so the pools follow the policy, whose create
+    # waits for the operator's status through the provider's `pulumi.com/waitFor` annotation
+    # (pkg/metadata/annotations.go; `jsonpath={<path>}=<value>`, pkg/jsonpath/jsonpath.go).
+    for run in (full_run, baremetal_run):
+        (policy,) = [r for r in kube_objects(run) if manifest(r)["kind"] == "NicClusterPolicy"]
+        annotations = manifest(policy)["metadata"]["annotations"]
+        assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
+        assert int(annotations["pulumi.com/timeoutSeconds"]) >= 600  # the provider's own default
+        pools = [r for r in kube_objects(run) if manifest(r)["kind"] == "IPPool"]
+        assert pools and all(policy.urn in r.dependencies for r in pools)
+    # "ready" is a state the operator writes (mellanox.com_nicclusterpolicies.yaml: status.state's enum)
+    (crd,) = [c for c in upstream.crds_for("mellanox.com/v1alpha1", "NicClusterPolicy")]
+    assert "ready" in crd.schema["properties"]["status"]["properties"]["state"]["enum"]

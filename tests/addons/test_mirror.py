@@ -179,3 +179,38 @@ def _at(values: dict, path: str):
 def test_the_image_values_are_the_pinned_charts_own(images, values_file):
     values = yaml.safe_load((UPSTREAM / values_file).read_text())
     assert {path: _at(values, path) for path in images} == images
+
+
+# ---------------------------------------------------------------- the mirror's CA for Helm
+
+
+def test_helm_checks_an_https_chart_repository_with_the_mirrors_ca(mirrored_run):
+    releases = mirrored_run.of_type("kubernetes:helm.sh/v3:Release")
+    (ca_file,) = {r.inputs["repositoryOpts"]["caFile"] for r in releases}
+    # pulumi-kubernetes 4.34.2 takes the CA as a path only (helm_release.go, RepositoryOpts.CAFile), read in
+    # the provider's process, which the engine starts in the project's directory (pulumi pkg/v3
+    # resource/plugin/plugin.go, cmd.Dir = pwd): a relative path names the same file on every machine,
+    # and a path that changed alone would upgrade each release.
+    assert not Path(ca_file).is_absolute()
+    assert (REPO / ca_file).read_text() == CA
+    assert MirrorPlan(MIRROR["registry"], MIRROR["charts"], CA).chart_ca_file == ca_file
+
+
+def test_a_new_ca_gets_a_new_file_and_no_ca_none():
+    rotated = MirrorPlan("reg:5000/m", "https://charts.lab.local", CA + CA)
+    assert rotated.chart_ca_file not in (None, MirrorPlan("reg:5000/m", "https://charts.lab.local", CA).chart_ca_file)
+    run = _run({**mirrored_lab(), "gpu-lab:mirror": {k: v for k, v in MIRROR.items() if k != "caBundle"}})
+    assert all("caFile" not in r.inputs["repositoryOpts"] for r in run.of_type("kubernetes:helm.sh/v3:Release"))
+
+
+def test_an_oci_chart_registry_gets_no_ca_file_and_a_warning(monkeypatch):
+    import pulumi
+
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None, *a, **k: warnings.append(message))
+    run = _run(mirrored_lab(charts="oci://registry.lab.local:5000/charts"))
+    assert all(not r.inputs.get("repositoryOpts") for r in run.of_type("kubernetes:helm.sh/v3:Release"))
+    assert [w for w in warnings if "caBundle" in w] == [
+        "gpu-lab:mirror.caBundle does not reach Helm for the oci:// charts at oci://registry.lab.local:5000/charts: "
+        "pulumi-kubernetes' registry client takes no CA, so the machine that runs pulumi must trust the mirror's CA "
+        "(its system trust store)"]
