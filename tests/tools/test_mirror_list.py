@@ -27,7 +27,11 @@ def test_the_pinned_charts_are_the_recorded_bytes():
     with open(CHARTS / "MANIFEST.tsv", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     pinned = {f"{c.chart}-{c.version}.tgz" for c in (versions.NFD, versions.GPU_OPERATOR, versions.NETWORK_OPERATOR)}
-    assert {r["file"] for r in rows} == pinned
+    assert {r["file"] for r in rows if r["role"] == "pinned"} == pinned
+    # one earlier release of each, for the upgrade tests (tests/addons/test_addons_upgrade.py)
+    previous = sorted(r["file"].rsplit("-", 1)[0] for r in rows if r["role"] == "previous")
+    assert previous == sorted(f.rsplit("-", 1)[0] for f in pinned)
+    assert {p.name for p in CHARTS.glob("*.tgz")} == {r["file"] for r in rows}
     for r in rows:
         assert hashlib.sha256((CHARTS / r["file"]).read_bytes()).hexdigest() == r["sha256"]
 
