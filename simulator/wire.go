@@ -136,9 +136,22 @@ func nameStartedTask(tasks *simulator.Registry, response []byte) {
 	if !ok {
 		return
 	}
+	ctx := &simulator.Context{Map: tasks}
+	// The task's goroutine reads the name once, unlocked, while it holds its entity's lock (taken
+	// before the goroutine starts, released once the task has run): taking that lock first orders
+	// this write after that read.
+	if task.Info.Entity != nil {
+		unlock := tasks.AcquireLock(ctx, &entityLock{Self: *task.Info.Entity})
+		defer unlock()
+	}
 	// Under the task's lock: its runner updates the task's info from another goroutine.
-	tasks.WithLock(&simulator.Context{Map: tasks}, task, func() { task.Info.Name = string(found[1]) })
+	tasks.WithLock(ctx, task, func() { task.Info.Name = string(found[1]) })
 }
+
+// entityLock names the lock a running task holds, its entity's, as the simulator's Task.Run does.
+type entityLock struct{ Self types.ManagedObjectReference }
+
+func (e *entityLock) Reference() types.ManagedObjectReference { return e.Self }
 
 // sdkFilter wraps the SDK handler with the rewriting above; tasks is the registry tasks live in.
 func sdkFilter(sdk http.HandlerFunc, tasks *simulator.Registry) http.Handler {
