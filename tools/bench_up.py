@@ -364,7 +364,11 @@ def recorded(records: list[dict]) -> list[dict]:
 def save_summary(saves: list[Save], wall: float) -> dict[str, float]:
     seconds = sorted(s.seconds for s in saves)
     before_write = [(s.backup - s.start) / 1e9 for s in saves if s.backup]
+    # from one save's rename to the next one's start: the check after the write (state.go:386), the
+    # next mutation, or no step waiting
+    gaps = sorted((b.start - a.end) / 1e9 for a, b in zip(saves, saves[1:], strict=False))
     return {
+        "gap": gaps[len(gaps) // 2] if gaps else 0.0,
         "saves": len(saves),
         "seconds": sum(seconds),
         "median": seconds[len(seconds) // 2] if seconds else 0.0,
@@ -559,8 +563,9 @@ def main(argv: list[str] | None = None) -> int:
                     notes = [f"saves: median {summary['median'] * 1000:.0f} ms, "
                              f"longest {summary['max'] * 1000:.0f} ms;"
                              " before the write (serialize, verify, marshal, copy to .bak)"
-                             f" {summary['before_write']:.1f}"
-                             f" of the {summary['seconds']:.1f} s; {unread} renames read too late to time",
+                             f" {summary['before_write']:.1f} of the {summary['seconds']:.1f} s;"
+                             f" median gap to the next save {summary['gap'] * 1000:.0f} ms;"
+                             f" {unread} renames read too late to time",
                              f"bench_up's own analysis of this run (saves, state sizes, chain): {analysis:.2f} s"]
                     if sizes:
                         notes += size_table(sizes, workers, state_bytes)

@@ -49,6 +49,8 @@ def test_each_save_lasts_from_its_manifest_time_to_the_state_file_s_rename():
     assert abs(summary["seconds"] - sum(s.seconds for s in saves)) < 1e-9
     assert summary["share"] == summary["seconds"] / 10.0
     assert 0 < summary["before_write"] < summary["seconds"]
+    # the saves came back to back: the next began within milliseconds of the last rename
+    assert 0 < summary["gap"] < 0.05
 
 
 def test_renames_after_the_update_s_history_file_are_not_the_update_s():
