@@ -43,3 +43,10 @@ def require_path(path: Path, what: str, hint: str = "") -> Path:
     if not Path(path).exists():
         missing(f"{what} not found at {path}" + (f"; {hint}" if hint else ""))
     return Path(path)
+
+
+def require_chart_render() -> Path:
+    """build/bin/chart-render, Helm's renderer (chartrender/; `make chartrender`, which `make test` runs through
+    scripts/install-test-tools.sh): tools/mirror_list.py and the tests that render the pinned charts need it."""
+    from tools.mirror_list import CHART_RENDER
+    return require_path(CHART_RENDER, "chart-render (Helm's renderer)", "run make chartrender")

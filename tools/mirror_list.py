@@ -1,13 +1,20 @@
 """Every chart and image a stack installs, for filling its mirror: `make mirror-list STACK=<stack>`.
 
-Computed from the add-ons plan the program registers (components/addons/plan.py) and the values
-it gives each chart, never from a list kept by hand. Images of a chart come from the chart's own
-values merged with the stack's: every `<x>.repository/<x>.image/<x>.version` block (version
-defaulting to the chart's appVersion), every `image: {repository, tag}` block and every `images`
-map, in the chart and its subcharts. That is a values-driven list, not a rendered one (no Helm
-here): it names every image the values name, components the stack leaves off included, and would
-miss an image a template names without a value. The pinned charts are read from tests/charts/
-(MANIFEST.tsv). Images carry their tags; none of the pins has a digest.
+Computed from the add-ons plan the program registers (components/addons/plan.py), never from a
+list kept by hand. Each Helm release the stack installs is rendered by Helm's own template engine
+(build/bin/chart-render, `make chartrender`, chartrender/main.go) from the pinned chart in
+tests/charts/ (MANIFEST.tsv), with exactly the values the program gives that release
+(nfd_values, gpu_operator_values, network_operator_values), its release name and namespace, and
+the platform's capabilities (OpenShift's API groups when the stack installs OpenShift), as
+`helm template --include-crds` renders it, hooks included. The images are read from every
+rendered object: every container, init container and ephemeral container of every pod template
+(Deployments, DaemonSets, Jobs, the hooks' Jobs among them), every `*_IMAGE` environment value
+(images an operator hands its operands), and every `repository/image/version` block of the
+operators' custom resources (the GPU operator's ClusterPolicy lists each operand, those the stack
+leaves disabled included, so turning one on later needs no new mirror run). The objects the
+program registers itself (the NicClusterPolicy, the PVRDMA device plugin, Bitfusion) are read the
+same way, and the images that only name a tag in the plan (the acceptance jobs', the MPI operator's
+shipped manifest) are added as they are. Images carry their tags; none of the pins has a digest.
 
 `--format oc-mirror` prints an ImageSetConfiguration for oc-mirror v2 (mirror.openshift.io/v2alpha1,
 "Mirroring images for a disconnected installation by using the oc-mirror plugin v2",
@@ -19,24 +26,36 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import subprocess
 import sys
-import tarfile
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from components.addons import bitfusion, versions
-from components.addons.gpu import gpu_operator_values, nfd_values
-from components.addons.images import merged
+from components.addons import bitfusion, gpu, rdma, versions
 from components.addons.plan import AddonsLab, AddonsPlan, addons_plan
-from components.addons.rdma import network_operator_values, nic_cluster_policy, rdma_shared_device_plugin
 from components.config import gpu_lab_sections, load_lab
 from components.model import ConfigError
 from tools.stackfile import load_stack_config
 
-CHARTS = Path(__file__).resolve().parents[1] / "tests" / "charts"
+ROOT = Path(__file__).resolve().parents[1]
+CHARTS = ROOT / "tests" / "charts"
+CHART_RENDER = ROOT / "build" / "bin" / "chart-render"
+# What an OpenShift cluster serves beyond Kubernetes' own groups, as the charts may ask for it
+# (.Capabilities.APIVersions.Has).
+OPENSHIFT_API_VERSIONS = ("security.openshift.io/v1", "config.openshift.io/v1", "route.openshift.io/v1",
+                          "image.openshift.io/v1")
+# Pod specs hold these container lists; a `*_IMAGE` env value is an image an operator deploys.
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+class RenderError(RuntimeError):
+    pass
 
 
 @dataclass(frozen=True)
@@ -46,110 +65,118 @@ class Chart:
     version: str
 
 
-def _chart_files(chart: versions.HelmChart) -> dict[str, Any]:
-    """Chart.yaml and values.yaml of the chart and its subcharts: {"": (meta, values), "<sub>": ...}."""
-    out: dict[str, Any] = {}
-    with tarfile.open(CHARTS / f"{chart.chart}-{chart.version}.tgz") as tar:
-        for member in tar.getmembers():
-            parts = member.name.split("/")
-            if parts[-1] not in ("Chart.yaml", "values.yaml"):
-                continue
-            sub = parts[2] if len(parts) == 4 and parts[1] == "charts" else "" if len(parts) == 2 else None
-            if sub is None:
-                continue
-            data = yaml.safe_load(tar.extractfile(member).read()) or {}  # type: ignore[union-attr]
-            out.setdefault(sub, {})[parts[-1]] = data
+@dataclass(frozen=True)
+class Release:
+    """A Helm release the program installs: its name and namespace (components/addons/kube.helm_release)."""
+    name: str
+    chart: versions.HelmChart
+    namespace: str
+    values: dict[str, Any]
+
+
+def releases(addons: AddonsPlan) -> list[Release]:
+    """The Helm releases a plan installs, each with the values the program gives it (gpu.py, rdma.py)."""
+    out: list[Release] = []
+    if addons.nfd:
+        out.append(Release("nfd", versions.NFD, gpu.NFD_NAMESPACE, gpu.nfd_values(addons.mirror)))
+    if addons.gpu_operator.enabled:
+        out.append(Release("gpu-operator", versions.GPU_OPERATOR, gpu.GPU_NAMESPACE,
+                           gpu.gpu_operator_values(addons, addons.openshift)))
+    if addons.network.enabled:
+        out.append(Release("network-operator", versions.NETWORK_OPERATOR, rdma.NAMESPACE,
+                           rdma.network_operator_values(addons.nfd_source == "networkOperator",
+                                                        addons.network.mode == "sriov", addons.mirror)))
     return out
 
 
-def _images_in(values: Any, app_version: str) -> set[str]:
+def chart_file(chart: versions.HelmChart) -> Path:
+    return CHARTS / f"{chart.chart}-{chart.version}.tgz"
+
+
+def render(release: Release, openshift: bool, kube_version: str | None = None,
+           binary: Path = CHART_RENDER) -> list[dict[str, Any]]:
+    """The release's objects as Helm renders them: [{"source": template, "hook": events or "", "object": {...}}],
+    CRDs of the charts' crds/ first, hooks last. Without kube_version the chart sees the Kubernetes version of
+    Helm's client libraries, as `helm template` does."""
+    if not binary.is_file():
+        raise RenderError(f"{binary} is not built: run make chartrender")
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as values:
+        json.dump(release.values, values)
+        values.flush()
+        cmd = [str(binary), "--chart", str(chart_file(release.chart)), "--values", values.name,
+               "--name", release.name, "--namespace", release.namespace]
+        if kube_version:
+            cmd += ["--kube-version", kube_version]
+        if openshift:
+            cmd += ["--api-versions", ",".join(OPENSHIFT_API_VERSIONS)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RenderError(f"{release.chart.chart} {release.chart.version}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def images_of(obj: Any) -> set[str]:
+    """Every image an object names: its pod specs' containers and `*_IMAGE` env values, wherever they sit,
+    and every `repository/image/version` block (an operator's custom resource)."""
     found: set[str] = set()
 
-    def walk(node: Any, key: str) -> None:
+    def walk(node: Any) -> None:
         if isinstance(node, dict):
-            repo, image = node.get("repository"), node.get("image")
-            if isinstance(repo, str) and repo and isinstance(image, str) and image:
-                found.add(f"{repo}/{image}:{node.get('version') or app_version}")
-            elif isinstance(repo, str) and repo and key == "image":
-                name = node.get("name")
-                path = f"{repo}/{name}" if isinstance(name, str) and name else repo
-                found.add(f"{path}:{node.get('tag') or app_version}")
-            for k, v in node.items():
-                if k == "images" and isinstance(v, dict):
-                    found.update(x for x in v.values() if isinstance(x, str) and "/" in x)
-                else:
-                    walk(v, k)
+            for key in CONTAINER_LISTS:
+                containers = node.get(key)
+                if isinstance(containers, list):
+                    found.update(i for c in containers if isinstance(c, dict) for i in _container_images(c))
+            repo, image, version = node.get("repository"), node.get("image"), node.get("version")
+            if all(isinstance(x, str) and x for x in (repo, image, version)):
+                found.add(f"{repo}/{image}{'@' if str(version).startswith('sha256:') else ':'}{version}")
+            for v in node.values():
+                walk(v)
         elif isinstance(node, list):
             for v in node:
-                walk(v, key)
+                walk(v)
 
-    walk(values, "")
+    walk(obj)
     return found
 
 
-def chart_images(chart: versions.HelmChart, values: dict[str, Any]) -> set[str]:
-    """The images a chart's values name once the stack's values are merged in (subcharts too)."""
-    files = _chart_files(chart)
-    top = files[""]
-    final = merged(top["values.yaml"], values)
-    images = _images_in(final, top["Chart.yaml"].get("appVersion", ""))
-    for sub, data in files.items():
-        if sub:
-            sub_values = merged(data.get("values.yaml", {}), final.get(sub) or {})
-            images |= _images_in(sub_values, data["Chart.yaml"].get("appVersion", ""))
-    return images
+def _container_images(container: dict[str, Any]) -> set[str]:
+    out = {container["image"]} if isinstance(container.get("image"), str) and container["image"] else set()
+    for env in container.get("env") or []:
+        if str(env.get("name", "")).endswith("_IMAGE") and isinstance(env.get("value"), str) and env["value"]:
+            out.add(env["value"])
+    return out
 
 
-def mirror_list(addons: AddonsPlan) -> tuple[list[Chart], list[str]]:
+def _images(objects: Iterable[Any]) -> set[str]:
+    return set().union(*(images_of(o) for o in objects))
+
+
+def mirror_list(addons: AddonsPlan, binary: Path = CHART_RENDER) -> tuple[list[Chart], list[str]]:
     """(charts, images) a plan installs; give it the plan without the mirror (source_plan) to list
     what to mirror from."""
-    source = addons
     charts: list[Chart] = []
     images: set[str] = set()
-    releases: list[tuple[versions.HelmChart, dict[str, Any]]] = []
-    if source.nfd:
-        releases.append((versions.NFD, nfd_values()))
-    if source.gpu_operator.enabled:
-        releases.append((versions.GPU_OPERATOR, gpu_operator_values(source, source.openshift)))
-    if source.network.enabled:
-        releases.append((versions.NETWORK_OPERATOR, network_operator_values(
-            source.nfd_source == "networkOperator", source.network.mode == "sriov")))
-        images |= {f"{c['repository']}/{c['image']}:{c['version']}" for c in _components(nic_cluster_policy(
-            source.openshift))}
-        if source.network.mode == "pvrdma":
-            images |= {c["image"] for m in rdma_shared_device_plugin("pvrdma") for c in _containers(m)}
-    for chart, values in releases:
-        charts.append(Chart(chart.repo, chart.chart, chart.version))
-        images |= chart_images(chart, values)
-    if source.mpi_operator:
+    for release in releases(addons):
+        charts.append(Chart(release.chart.repo, release.chart.chart, release.chart.version))
+        images |= _images(r["object"] for r in render(release, addons.openshift, binary=binary))
+    # what the program registers itself
+    if addons.network.enabled:
+        images |= images_of(rdma.nic_cluster_policy(addons.openshift))
+        if addons.network.mode == "pvrdma":
+            images |= _images(rdma.rdma_shared_device_plugin(rdma.PVRDMA_RESOURCE))
+    if addons.bitfusion.enabled:
+        images |= _images([*bitfusion.device_plugin(), *bitfusion.webhook(addons.openshift)])
+        images.add(f"{versions.BITFUSION_IMAGE_REPO}/bitfusion-client:{versions.BITFUSION_K8S}")
+        if addons.bitfusion.client_image:
+            images.add(addons.bitfusion.client_image)
+    if addons.mpi_operator:
         images.add(f"docker.io/{versions.MPI_OPERATOR_IMAGE}")
-    jobs = source.jobs
+    jobs = addons.jobs
     used = [(jobs.nvidia_smi, jobs.images.cuda), (jobs.ib_write_bw, jobs.images.perftest),
             (jobs.nccl_rdma or jobs.nccl_tcp, jobs.images.nccl_tests),
             (jobs.horovod_rdma or jobs.horovod_tcp, jobs.images.horovod)]
     images |= {image for on, image in used if on}
-    if source.bitfusion.enabled:
-        images |= {c["image"] for m in [*bitfusion.device_plugin(), *bitfusion.webhook(source.openshift)]
-                   for c in _containers(m)}
-        images.add(f"{versions.BITFUSION_IMAGE_REPO}/bitfusion-client:{versions.BITFUSION_K8S}")
-        if source.bitfusion.client_image:
-            images.add(source.bitfusion.client_image)
-    if source.gpu_operator.enabled and source.gpu_operator.vgpu is not None:
-        v = source.gpu_operator.vgpu
-        images.add(f"{v.repository}/{v.image}:{v.version}")
     return charts, sorted(images)
-
-
-def _components(policy: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = policy["spec"]
-    found = [spec["nvIpam"]]
-    found += list((spec.get("secondaryNetwork") or {}).values())
-    return found
-
-
-def _containers(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    pod = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return [c for c in [*pod.get("initContainers", []), *pod.get("containers", [])] if c.get("image")]
 
 
 def image_set(charts: list[Chart], images: list[str]) -> dict[str, Any]:
@@ -175,10 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         lab = load_lab(gpu_lab_sections(load_stack_config(args.stack, args.stack_file)))
-    except ConfigError as err:
+        charts, images = mirror_list(source_plan(lab.plan.addons))
+    except (ConfigError, RenderError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    charts, images = mirror_list(source_plan(lab.plan.addons))
     if args.format == "oc-mirror":
         print(yaml.safe_dump(image_set(charts, images), sort_keys=False), end="")
         return 0
