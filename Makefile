@@ -69,6 +69,11 @@ test: setup ## every test; installs the Debian test tools (root or sudo) and bui
 	bash scripts/install-test-tools.sh
 	$(PYTHON) -m pytest -q
 
+.PHONY: test-user
+test-user: setup ## every test without root: installs no Debian package (builds lab-vcsim and the test cluster); a test whose Debian tool is missing skips (README)
+	bash scripts/install-test-tools.sh --no-apt
+	$(PYTHON) -m pytest -q
+
 plan: setup ## offline plan under mocks: resource tree, plan.json, policy verdicts (STACK, OUT)
 	$(PYTHON) -m tools.plan --stack $(STACK) --out $(OUT)
 

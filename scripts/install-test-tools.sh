@@ -5,8 +5,30 @@
 # Checks for each tool itself (command -v), not for a package; installs only what is missing.
 # Installing needs root, or sudo for apt-get; without apt-get it lists what to install and stops.
 # Idempotent; a second run only checks.
+#
+# --no-apt (`make test-user`): no Debian package and no root; only lab-vcsim and the test cluster
+# are built. A test whose Debian tool is missing then skips, and pytest names it and the tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+NO_APT=false
+case "${1-}" in
+    "") ;;
+    --no-apt) NO_APT=true ;;
+    *) echo "usage: install-test-tools.sh [--no-apt]" >&2; exit 2 ;;
+esac
+
+# the Go builds, which need no root; the area installers after them use apt-get
+GO_BUILDS=(scripts/install-vcsim.sh scripts/install-kubecluster.sh)
+APT_INSTALLERS=(scripts/install-openshift-test-tools.sh scripts/install-switch-test-tools.sh)
+
+if "$NO_APT"; then
+    echo "install-test-tools: --no-apt: no Debian package is installed; a test whose tool is missing is skipped"
+    for installer in "${GO_BUILDS[@]}"; do
+        bash "$installer"
+    done
+    exit 0
+fi
 
 # tool -> Debian package (sshd and dnsmasq/haproxy live in /usr/sbin, off a non-login PATH)
 declare -A PACKAGES=(
@@ -46,7 +68,6 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-for installer in scripts/install-vcsim.sh scripts/install-kubecluster.sh scripts/install-openshift-test-tools.sh \
-                 scripts/install-switch-test-tools.sh; do
+for installer in "${GO_BUILDS[@]}" "${APT_INSTALLERS[@]}"; do
     [ -f "$installer" ] && bash "$installer"
 done
