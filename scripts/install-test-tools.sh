@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The tools the test suite needs beyond the Python lock: Debian packages, lab-vcsim (Go,
 # scripts/install-vcsim.sh builds it from simulator/) and the test cluster's binaries (Go,
-# scripts/install-kubecluster.sh: about 10 min cold, seconds with a warm Go build cache).
+# scripts/install-kubecluster.sh: about 10 min cold, seconds with a warm Go build cache) and Helm's
+# renderer, build/bin/chart-render (Go, `make chartrender`, mk/chartrender.mk).
 # Checks for each tool itself (command -v), not for a package; installs only what is missing.
 # Installing needs root, or sudo for apt-get; without apt-get it lists what to install and stops.
 # Idempotent; a second run only checks.
 #
-# --no-apt (`make test-user`): no Debian package and no root; only lab-vcsim and the test cluster
-# are built. A test whose Debian tool is missing then skips, and pytest names it and the tool.
+# --no-apt (`make test-user`): no Debian package and no root; only lab-vcsim, the test cluster and
+# chart-render are built. A test whose Debian tool is missing then skips, and pytest names it and the tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,8 @@ esac
 
 # the Go builds, which need no root; the area installers after them use apt-get
 GO_BUILDS=(scripts/install-vcsim.sh scripts/install-kubecluster.sh)
+# Helm's renderer for the tests that render the pinned charts (mk/chartrender.mk; seconds when built)
+chart_render() { make --no-print-directory chartrender; }
 APT_INSTALLERS=(scripts/install-openshift-test-tools.sh scripts/install-switch-test-tools.sh)
 
 if "$NO_APT"; then
@@ -27,6 +30,7 @@ if "$NO_APT"; then
     for installer in "${GO_BUILDS[@]}"; do
         bash "$installer"
     done
+    chart_render
     exit 0
 fi
 
@@ -71,3 +75,4 @@ fi
 for installer in "${GO_BUILDS[@]}" "${APT_INSTALLERS[@]}"; do
     [ -f "$installer" ] && bash "$installer"
 done
+chart_render
