@@ -7,17 +7,20 @@ these cannot change: docs/day2.md.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import yaml
 from pydantic import ValidationError
 
-from components.config import LabConfig
 from components.model import AddressRange
 from components.vsphere.model import VsphereConfig
 from components.vsphere.plan import planned_hosts, planned_vms, worker_placement
+
+if TYPE_CHECKING:  # annotations only: the guard's provider process loads no more than it judges with
+    from components.openshift.model import OpenShiftConfig
+    from components.switch.model import SwitchConfig
 
 IDENTITY_KEYS = ("kind", "cluster", "vsphere", "bareMetal", "helper", "switches")
 """The keys of an identity as the guard records it (identity_of's and the resource's kind)."""
@@ -50,7 +53,21 @@ CLUSTER_KEYS = {
 }
 
 
-def identity_of(lab: LabConfig) -> dict[str, Any]:
+class LabSections(Protocol):
+    """What identity_of reads of a lab: its sections as the stack file says them (a LabConfig has them;
+    the loader itself sits above this module)."""
+
+    @property
+    def vsphere(self) -> VsphereConfig | None: ...
+
+    @property
+    def openshift(self) -> OpenShiftConfig | None: ...
+
+    @property
+    def switches(self) -> Sequence[SwitchConfig]: ...
+
+
+def identity_of(lab: LabSections) -> dict[str, Any]:
     """The lab's identity as the guard's inputs: the cluster, the vSphere section (its nodes' places
     follow from it: node_identities below) and the bare-metal nodes."""
     cluster = None
