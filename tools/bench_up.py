@@ -253,15 +253,17 @@ class StateWatcher:
             raise OSError(ctypes.get_errno(), "inotify_init1")
         dirs: dict[int, Path] = {}
 
-        def watch(path: Path) -> None:
+        def watch(path: Path, new: bool) -> None:
             wd = libc.inotify_add_watch(fd, os.fsencode(path), IN_MOVED_TO | IN_CREATE)
             if wd >= 0:
                 dirs[wd] = path
                 for child in path.iterdir():  # made before the watch was added
                     if child.is_dir():
-                        watch(child)
+                        watch(child, new)
+                    elif new:  # in a directory made since: a history or backup file
+                        self.records.append({"t": time.time_ns(), "path": str(child.relative_to(root))})
 
-        watch(root)
+        watch(root, False)
         try:
             while not self._stop.is_set():
                 if not select.select([fd], [], [], 0.2)[0]:
@@ -275,7 +277,7 @@ class StateWatcher:
                     offset += 16 + size
                     path = dirs.get(wd, root) / name
                     if mask & IN_ISDIR:
-                        watch(path)
+                        watch(path, True)
                         continue
                     if not mask & IN_MOVED_TO:
                         continue
@@ -322,16 +324,16 @@ class Save:
 
 
 def update_saves(records: list[dict]) -> tuple[list[Save], int]:
-    """The saves of the first update in a watcher's records (those before its history file, which the
-    backend writes once the update is over: backend/diy/backend.go:1456), and how many renames of the
-    state file had no readable manifest (the file was already replaced when read)."""
+    """The saves of the first update in a watcher's records (those before its history file or its
+    backup, which the backend writes once the update is over: backend/diy/backend.go:1456-1457), and
+    how many renames of the state file had no readable manifest (the file was already replaced when read)."""
     saves: list[Save] = []
     unread = 0
     backup = 0
     for record in records:
         parts = Path(record["path"]).parts
         name = parts[-1]
-        if "history" in parts:
+        if "history" in parts or "backups" in parts:
             break
         if name.endswith(".bak"):
             backup = record["t"]

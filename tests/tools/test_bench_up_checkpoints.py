@@ -57,6 +57,9 @@ def test_renames_after_the_update_s_history_file_are_not_the_update_s():
     records = sample_records()
     later = dict(records[2], t=records[-1]["t"] + 10**9, start=records[-1]["t"] + 10**8)
     assert len(update_saves(records + [later])[0]) == 19
+    # the backup of the state that follows the history file (backend.go:1457) ends the update as well
+    backup = {"t": records[-1]["t"], "path": ".pulumi/backups/gpu-lab/simbench/simbench.1795820641.json.gz"}
+    assert len(update_saves(records[:-1] + [backup, later])[0]) == 19
     # a file read once it was replaced again (the same or an older manifest) is counted apart
     assert update_saves(records[:5] + [records[2]])[1] == 1
 
