@@ -7,13 +7,19 @@ too: a cycle hidden behind either is still a cycle for the next reader. The laye
     policies   the CrossGuard pack: labrules and its own rules, never the program
     components the program's parts: labrules, never tools or policies
     tools      make plan / render / report: may use components
+
+Inside components/, docs/layout.md's floors (the loader, the parts, the plans, the model): no arrow up.
+The SDK boundary: Pulumi's and pulumi-policy's internals are touched in one module per part
+(components/, the pack, tools/ and tests/ alike), and pinned by tests/test_sdk_internals.py.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 from pathlib import Path
 
+import pulumi_policy
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -197,6 +203,78 @@ def test_a_component_importing_a_raw_model_would_be_found():
     ]
 
 
+# ---------------------------------------------------------------- no arrow up inside components/
+#
+# docs/layout.md's floors, top to bottom: a module imports its own floor and the ones below, never one
+# above. The guard's provider process (components/dynamic/guard.py) loads what it judges with, not the
+# loader that reads a stack file.
+
+COMPONENT_FLOORS = (
+    ("the loader", ("components.config",)),
+    ("the parts", ()),  # every module not named on another floor: components, files, render, providers
+    ("the plans", ("components.lab_plan", "components.*.plan", "components.*.rules", "components.identity_rules",
+                   "components.switch.dialects")),
+    ("the model", ("components.model", "components.facts", "components.mirror", "components.*.model",
+                   "components.addons.versions")),
+)
+PARTS_FLOOR = 1
+
+
+def _floor(module: str) -> int:
+    """The index of `module`'s floor in COMPONENT_FLOORS (0 the top)."""
+    for index, (_, patterns) in enumerate(COMPONENT_FLOORS):
+        if any(fnmatch.fnmatchcase(module, pattern) for pattern in patterns):
+            return index
+    return PARTS_FLOOR
+
+
+def _arrows_up(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for each import under components/ of a module on a higher floor."""
+    return sorted((module, dep) for module, deps in graph.items() if module.startswith("components.")
+                  for dep in deps if dep.startswith("components.") and _floor(dep) < _floor(module))
+
+
+def test_no_arrow_up_inside_components():
+    assert _arrows_up(GRAPH) == []
+
+
+def test_each_floor_names_modules_that_exist():
+    # guards the floors against a pattern that matches nothing (a typo puts a module on the parts' floor)
+    components = [m for m in MODULES if m.startswith("components.")]
+    for _, patterns in COMPONENT_FLOORS:
+        for pattern in patterns:
+            assert any(fnmatch.fnmatchcase(m, pattern) for m in components), pattern
+    assert _floor("components.config") == 0 and _floor("components.vsphere.vms") == PARTS_FLOOR
+    assert _floor("components.vsphere.plan") == _floor("components.identity_rules") == 2
+    assert _floor("components.openshift.model") == 3
+
+
+def test_an_arrow_up_would_be_found():
+    graph: dict[str, set[str]] = {
+        "components.identity_rules": {"components.config", "components.vsphere.plan"},  # rules -> the loader
+        "components.vsphere.plan": {"components.vsphere.model", "components.vsphere.fabric"},  # plan -> a part
+        "components.vsphere.model": {"components.model", "components.lab_plan"},  # model -> a plan
+        "components.dynamic.guard": {"components.identity_rules", "components.dynamic.provider"},
+        "components.config": {"components.lab_plan", "components.secrets"},
+        "tools.plan": {"components.config"},
+    }
+    assert _arrows_up(graph) == [
+        ("components.identity_rules", "components.config"),
+        ("components.vsphere.model", "components.lab_plan"),
+        ("components.vsphere.plan", "components.vsphere.fabric"),
+    ]
+
+
+def test_the_guards_provider_process_does_not_load_the_config_loader():
+    seen, todo = set(), ["components.dynamic.guard"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(GRAPH[module])
+    assert not seen & {"components.config", "components.lab_plan"}
+
+
 # ---------------------------------------------------------------- the SDK boundary
 
 SDK_INTERNAL_MODULES = ("pulumi.runtime.rpc", "pulumi.runtime.stack", "pulumi.runtime.settings",
@@ -205,10 +283,35 @@ SDK_INTERNAL_MODULES = ("pulumi.runtime.rpc", "pulumi.runtime.stack", "pulumi.ru
 """The Pulumi SDK modules the project reaches into (none of them among `pulumi.runtime`'s exports, or,
 for pulumi.output, only through `pulumi.Output`). Also internal: any private name or module under
 `pulumi` (`pulumi._types`, `pulumi.log._...`), `gc.get_objects` (how the provider server's thread pool
-is found), and an assignment to an attribute of `pulumi.runtime` or `pulumi.log` (a patch of the SDK)."""
-SDK_BOUNDARY = {"components": "components.sdk_internals", "__main__": "components.sdk_internals",
-                "tools": "tools.sdk_access"}
-"""Where, in each part, the internals may be touched: the live run's in one module, the tools' in another."""
+is found), an assignment to an attribute of `pulumi.runtime` or `pulumi.log` (a patch of the SDK), and,
+of pulumi-policy, anything but the names `pulumi_policy` exports (`pulumi_policy.policy`,
+`pulumi_policy.deserialize`, `pulumi_policy.proxy`, ...: its servicer, wire coding and proxies)."""
+PULUMI_POLICY_EXPORTS = frozenset(pulumi_policy.__all__)
+SDK_BOUNDARY = {
+    "pulumi": {"components": "components.sdk_internals", "__main__": "components.sdk_internals",
+               "tools": "tools.sdk_access", "tests": "tools.sdk_access"},
+    "pulumi_policy": {"policies": "policies.rules.pulumi_policy_internals",
+                      "tools": "tools.policy_sdk_access", "tests": "tools.policy_sdk_access"},
+}
+"""Per SDK, where in each part its internals may be touched: the live run's (the pack's) in one module,
+the tools' and tests' in another. A part without an entry touches none of that SDK's."""
+SDK_PINS = frozenset({"tests.test_sdk_internals", "tests.policies.test_pulumi_policy_internals"})
+"""The tests that pin what the internals are: they reach them to check them, so an upgrade fails there."""
+NOT_YET_MOVED = {"policies.rules.props": [
+    "pulumi_policy.proxy.UNKNOWN_ARCHIVE_VALUE", "pulumi_policy.proxy.UNKNOWN_ARRAY_VALUE",
+    "pulumi_policy.proxy.UNKNOWN_ASSET_VALUE", "pulumi_policy.proxy.UNKNOWN_BOOLEAN_VALUE",
+    "pulumi_policy.proxy.UNKNOWN_NUMBER_VALUE", "pulumi_policy.proxy.UNKNOWN_OBJECT_VALUE",
+    "pulumi_policy.proxy.UNKNOWN_STRING_VALUE", "pulumi_policy.proxy.UnknownValueError"]}
+"""The pack's unknown sentinels, still read from the SDK's proxy module by the rules' property reader;
+their place is rules/pulumi_policy_internals.py. Held exactly: a new one fails, a moved one is struck off."""
+
+
+def _test_modules() -> dict[str, Path]:
+    return {".".join(path.relative_to(REPO).with_suffix("").parts): path
+            for path in sorted((REPO / "tests").rglob("*.py"))}
+
+
+TEST_MODULES = _test_modules()
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -225,10 +328,19 @@ def _is_sdk_internal(name: str) -> bool:
     parts = name.split(".")
     if parts[0] == "gc":
         return name.startswith("gc.get_objects")
+    if parts[0] == "pulumi_policy":  # an export, a dunder (its __all__) or internal
+        return len(parts) > 1 and not (parts[1].startswith("__") and parts[1].endswith("__")) \
+            and (parts[1] not in PULUMI_POLICY_EXPORTS
+                 or any(p.startswith("_") and not p.endswith("__") for p in parts[2:]))
     if parts[0] != "pulumi":
         return False
     return any(name == m or name.startswith(f"{m}.") for m in SDK_INTERNAL_MODULES) \
         or any(p.startswith("_") and not p.endswith("__") for p in parts[1:])  # private, not a dunder
+
+
+def _sdk_of(name: str) -> str:
+    """The SDK an internal name belongs to (gc.get_objects finds the Pulumi provider server's pool)."""
+    return "pulumi_policy" if name.startswith("pulumi_policy") else "pulumi"
 
 
 def sdk_internals_used(source: str) -> set[str]:
@@ -269,16 +381,46 @@ def sdk_internals_used(source: str) -> set[str]:
     return used
 
 
-def test_only_the_sdk_boundary_modules_touch_sdk_internals():
+def sdk_boundary_offenders(modules: dict[str, str]) -> dict[str, list[str]]:
+    """{module: the internals it touches outside its part's boundary module} for {module: source}."""
     offenders = {}
-    for module, path in MODULES.items():
-        part = module.split(".")[0]
-        if part not in SDK_BOUNDARY or module == SDK_BOUNDARY[part]:
+    for module, source in modules.items():
+        if module in SDK_PINS:
             continue
-        used = sdk_internals_used(path.read_text())
+        part = module.split(".")[0]
+        used = sorted(name for name in sdk_internals_used(source)
+                      if SDK_BOUNDARY[_sdk_of(name)].get(part) != module)
         if used:
-            offenders[module] = sorted(used)
-    assert offenders == {}
+            offenders[module] = used
+    return offenders
+
+
+def test_only_the_sdk_boundary_modules_touch_sdk_internals():
+    # the program, the pack, the tools and the tests
+    sources = {module: path.read_text() for module, path in {**MODULES, **TEST_MODULES}.items()}
+    assert sdk_boundary_offenders(sources) == NOT_YET_MOVED
+
+
+def test_the_rule_covers_the_tests_and_pulumi_policy():
+    # guards the rule against a part or an SDK it does not read
+    assert {"tests.test_architecture", "tests.policies.policy_helpers", "tests.tools.test_plan_render"} <= set(TEST_MODULES)
+    assert sdk_boundary_offenders({
+        "tests.tools.test_x": "from pulumi.runtime import rpc\nkey = rpc._special_sig_key\n",
+        "tests.policies.test_y": "from pulumi_policy.proxy import unknown_checking_proxy\n",
+        "tools.policy_check": "from pulumi_policy.deserialize import serialize_properties\n",
+        "policies.rules.compute": "import pulumi_policy.policy as sdk\n",
+        "policies.rules.network": "from pulumi.runtime import rpc\n",  # the pack has no Pulumi SDK boundary
+        "tests.test_sdk_internals": "from pulumi.runtime import rpc\n",  # the pins
+        "tools.sdk_access": "from pulumi.runtime import rpc\n",
+        "tools.policy_sdk_access": "import pulumi_policy.policy\n",
+        "tests.policies.test_z": "from pulumi_policy import PolicyPack, Secret\nimport pulumi_policy\n",
+    }) == {
+        "tests.tools.test_x": ["pulumi.runtime.rpc", "pulumi.runtime.rpc._special_sig_key"],
+        "tests.policies.test_y": ["pulumi_policy.proxy.unknown_checking_proxy"],
+        "tools.policy_check": ["pulumi_policy.deserialize.serialize_properties"],
+        "policies.rules.compute": ["pulumi_policy.policy"],
+        "policies.rules.network": ["pulumi.runtime.rpc"],
+    }
 
 
 def test_the_sdk_boundary_modules_are_where_the_internals_are():
@@ -288,6 +430,11 @@ def test_the_sdk_boundary_modules_are_where_the_internals_are():
         "pulumi.runtime.stack.wait_for_rpcs (assigned)", "pulumi.log.debug (assigned)"}
     assert sdk_internals_used(MODULES["tools.sdk_access"].read_text()) >= {
         "pulumi.runtime.sync_await._sync_await", "pulumi._types.input_type_to_dict", "pulumi.runtime.rpc"}
+    assert sdk_internals_used(MODULES["tools.policy_sdk_access"].read_text()) >= {
+        "pulumi_policy.policy", "pulumi_policy.deserialize.serialize_properties",
+        "pulumi_policy.proxy.unknown_checking_proxy"}
+    assert sdk_internals_used(MODULES["policies.rules.pulumi_policy_internals"].read_text()) >= {
+        "pulumi_policy.policy", "pulumi_policy.deserialize._deserialize_property", "pulumi_policy.version.VERSION"}
 
 
 @pytest.mark.parametrize("source, found", [
@@ -302,6 +449,11 @@ def test_the_sdk_boundary_modules_are_where_the_internals_are():
     ("from pulumi._types import input_type_to_dict\n", {"pulumi._types.input_type_to_dict"}),
     ("import pulumi\npulumi.runtime.set_all_config({}, [])\nx = pulumi.Output.from_input(1)\n", set()),
     ("import gc\ngc.freeze()\nfrom pulumi.dynamic import ResourceProvider\n", set()),
+    ("from pulumi_policy.deserialize import serialize_properties\n", {"pulumi_policy.deserialize.serialize_properties"}),
+    ("import pulumi_policy.policy as sdk\nsdk.deserialize_properties = None\n",
+     {"pulumi_policy.policy", "pulumi_policy.policy.deserialize_properties"}),
+    ("from pulumi_policy import deserialize\n", {"pulumi_policy.deserialize"}),
+    ("import pulumi_policy\nx = pulumi_policy.Secret(1)\nfrom pulumi_policy import PolicyPack\n", set()),
 ])
 def test_the_rule_would_catch_a_violation(source, found):
     assert sdk_internals_used(source) == found

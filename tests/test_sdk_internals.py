@@ -1,5 +1,7 @@
 """The Pulumi SDK internals in components/sdk_internals.py (the live run's) and tools/sdk_access.py
-(the tools' and tests') still exist and behave as relied on.
+(the tools' and tests'), and the pulumi-policy internals in tools/policy_sdk_access.py (the tools' and
+tests'; the pack's own are pinned by tests/policies/test_pulumi_policy_internals.py), still exist and
+behave as relied on.
 
 Each failure names the symbol, the installed SDK version and the version the module was checked
 against, so an SDK upgrade that moves one of them fails here, not somewhere deep in `make plan`.
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_policy.deserialize as policy_wire
 import pytest
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
@@ -23,15 +26,25 @@ from pulumi.runtime.stack import Stack
 
 from components import sdk_internals
 from components.addons.kube import KUBERNETES_PLUGIN_VERSION, FlatCustomResource
-from tools import mockrun, sdk_access
+from rules.pulumi_policy_internals import CHECKED_VERSION as POLICY_CHECKED_VERSION
+from tools import mockrun, policy_sdk_access, sdk_access
 
-INSTALLED = {name: importlib.metadata.version(name) for name in ("pulumi", "pulumi_kubernetes")}
+INSTALLED = {name: importlib.metadata.version(name) for name in ("pulumi", "pulumi_kubernetes", "pulumi_policy")}
 
 
 def sdk_changed(symbol: str, what: str) -> None:
     pytest.fail(
         f"Pulumi SDK internal `{symbol}` changed in pulumi {INSTALLED['pulumi']}: {what}. "
         f"components/sdk_internals.py was checked against pulumi {sdk_internals.CHECKED_AGAINST['pulumi']}; "
+        "find the new way (or a public API) and update it.",
+        pytrace=False,
+    )
+
+
+def policy_sdk_changed(symbol: str, what: str) -> None:
+    pytest.fail(
+        f"pulumi-policy internal `{symbol}` changed in pulumi-policy {INSTALLED['pulumi_policy']}: {what}. "
+        f"tools/policy_sdk_access.py was checked against pulumi-policy {POLICY_CHECKED_VERSION}; "
         "find the new way (or a public API) and update it.",
         pytrace=False,
     )
@@ -83,6 +96,40 @@ def test_unknown_is_still_the_preview_placeholder_string():
         sdk_changed("pulumi.output.Unknown", f"an unknown value now deserializes as {value!r}")
     assert sdk_internals.is_unknown(placeholder)
     assert not sdk_internals.is_unknown("vm-62") and not sdk_internals.is_unknown(None)
+
+
+def test_the_wire_signatures_are_still_the_engines():
+    # sdk/go/common/resource/sig in pulumi/pulumi; the tests build wire values from them
+    engine = {"_special_sig_key": "4dabf18193072939515e22adb298388d",
+              "_special_secret_sig": "1b47061264138c4ac30d75fd1eb44270",
+              "_special_asset_sig": "c44067f5952c0a294b673a41bacd8c17"}
+    for name, value in engine.items():
+        if getattr(rpc, name, None) != value:
+            sdk_changed(f"pulumi.runtime.rpc.{name}", f"it is now {getattr(rpc, name, None)!r}, was {value!r}")
+    assert (sdk_access.SIG_KEY, sdk_access.SECRET_SIG, sdk_access.ASSET_SIG) == tuple(engine.values())
+    assert sdk_access.UNKNOWN == rpc.UNKNOWN == "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+def test_wrap_rpc_secret_is_there_and_is_the_wire_form_the_decoding_reads():
+    pinned_rpc_function("wrap_rpc_secret", ["value"], "(value)")
+    wrapped = sdk_access.wrap_secret("s3cret")
+    if wrapped != {sdk_access.SIG_KEY: sdk_access.SECRET_SIG, "value": "s3cret"}:
+        sdk_changed("pulumi.runtime.rpc.wrap_rpc_secret", f"wraps a secret as {wrapped!r}")
+    assert sdk_access.is_secret_value(wrapped) and sdk_access.unwrap_secret(wrapped) == "s3cret"
+    assert sdk_access.unwrap_secret("plain") == "plain"
+
+
+def test_deserialize_properties_still_keeps_unknowns_when_asked():
+    found = parameters(rpc.deserialize_properties)
+    if found[:2] != ["props_struct", "keep_unknowns"]:
+        sdk_changed("pulumi.runtime.rpc.deserialize_properties", f"parameters are now {found}, was "
+                    "(props_struct, keep_unknowns, ...)")
+    struct = rpc.struct_pb2.Struct()
+    struct.update({"id": sdk_access.UNKNOWN, "name": "w1"})
+    kept = sdk_access.deserialize_properties(struct, keep_unknowns=True)
+    if not isinstance(kept["id"], sdk_access.Unknown) or kept["name"] != "w1":
+        sdk_changed("pulumi.runtime.rpc.deserialize_properties", f"with keep_unknowns decoded {kept!r}")
+    assert "id" not in sdk_access.deserialize_properties(struct)  # the default drops an unknown
 
 
 def test_the_root_stack_keeps_its_exports_in_outputs():
@@ -470,3 +517,54 @@ def test_the_stack_trace_sent_ends_at_the_program_entry_point():
     sdk, ours = _traced(sdk_internals._sdk_get_stack_trace), _traced(sdk_internals._program_stack_trace)
     assert ours == sdk[:sdk.index(sdk_internals.PROGRAM.as_uri()) + 1]
     assert len(ours) == 2 < len(sdk)
+
+
+# ---------------------------------------------------------------- pulumi-policy (tools/policy_sdk_access.py)
+
+
+def test_installed_pulumi_policy_is_the_version_the_accessors_were_checked_against():
+    if INSTALLED["pulumi_policy"] != POLICY_CHECKED_VERSION:
+        policy_sdk_changed("pulumi_policy", "another version is installed: re-check each accessor")
+
+
+def test_serialize_properties_writes_the_engines_wire_forms():
+    from pulumi_policy import Secret
+
+    if parameters(policy_wire.serialize_properties) != ["props"]:
+        policy_sdk_changed("pulumi_policy.deserialize.serialize_properties",
+                           f"parameters are now {parameters(policy_wire.serialize_properties)}, was (props)")
+    wire = policy_sdk_access.serialize_properties(
+        {"password": Secret("s3cret"), "source": pulumi.StringAsset("listen api"), "mtu": 9000, "names": ["a"]})
+    expected = {"password": {sdk_access.SIG_KEY: sdk_access.SECRET_SIG, "value": "s3cret"},
+                "source": {sdk_access.SIG_KEY: sdk_access.ASSET_SIG, "text": "listen api"}, "mtu": 9000, "names": ["a"]}
+    if wire != expected:
+        policy_sdk_changed("pulumi_policy.deserialize.serialize_properties", f"wrote {wire!r}")
+
+
+def test_the_sdks_own_decoding_still_drops_secretness():
+    # what the pack's decode stands in for, and what the tests compare it with
+    if parameters(policy_wire.deserialize_properties)[:2] != ["props", "proxy_secrets"]:
+        policy_sdk_changed("pulumi_policy.deserialize.deserialize_properties",
+                           f"parameters are now {parameters(policy_wire.deserialize_properties)}, was "
+                           "(props, proxy_secrets)")
+    decoded = policy_sdk_access.sdk_deserialize_properties(
+        {"password": {sdk_access.SIG_KEY: sdk_access.SECRET_SIG, "value": "s3cret"}, "mtu": 9000})
+    if decoded != {"password": "s3cret", "mtu": 9000}:
+        policy_sdk_changed("pulumi_policy.deserialize.deserialize_properties", f"decoded {decoded!r}")
+
+
+def test_the_unknown_checking_proxy_still_refuses_an_unknown():
+    proxied = policy_sdk_access.unknown_checking_proxy({"mtu": policy_sdk_access.UNKNOWN_STRING_VALUE, "name": "w1",
+                                                        "nested": {"id": policy_sdk_access.UNKNOWN_STRING_VALUE}})
+    if proxied["name"] != "w1":
+        policy_sdk_changed("pulumi_policy.proxy.unknown_checking_proxy", "no longer reads a known value")
+    for read in (lambda: proxied["mtu"], lambda: proxied["nested"]["id"]):
+        with pytest.raises(policy_sdk_access.UnknownValueError):
+            read()
+
+
+def test_the_servicer_module_still_looks_its_deserializer_up_as_a_global():
+    sdk = policy_sdk_access.servicer_module()
+    if sdk.__name__ != "pulumi_policy.policy" or not callable(getattr(sdk, "deserialize_properties", None)) \
+            or not hasattr(sdk, "_PolicyAnalyzerServicer"):
+        policy_sdk_changed("pulumi_policy.policy", "the servicer's module no longer holds deserialize_properties")

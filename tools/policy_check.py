@@ -71,8 +71,8 @@ import jsonschema
 import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2, engine_pb2_grpc
-from pulumi_policy.deserialize import serialize_properties
 
+from tools.policy_sdk_access import serialize_properties
 from tools.sdk_access import Unknown
 
 SIG_KEY = "4dabf18193072939515e22adb298388d"

@@ -21,11 +21,10 @@ import builders
 import pytest
 from google.protobuf import struct_pb2
 
+from tools import sdk_access
 from tools.mockrun import LabMocks, run_program
 
 grpc = pytest.importorskip("grpc")
-from pulumi.output import Unknown  # noqa: E402
-from pulumi.runtime import rpc  # noqa: E402
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc  # noqa: E402
 
 pytestmark = pytest.mark.built_by_hand
@@ -67,14 +66,14 @@ def provider(request):
 
 def wire(value):
     """A recorded input as the engine sends it (unknowns, assets and secrets in their wire form)."""
-    if isinstance(value, Unknown):
-        return rpc.UNKNOWN
+    if isinstance(value, sdk_access.Unknown):
+        return sdk_access.UNKNOWN
     if isinstance(value, dict):
         return {k: wire(v) for k, v in value.items()}
     if isinstance(value, list):
         return [wire(v) for v in value]
     if hasattr(value, "text") and type(value).__name__ == "StringAsset":
-        return {rpc._special_sig_key: rpc._special_asset_sig, "text": value.text}
+        return {sdk_access.SIG_KEY: sdk_access.ASSET_SIG, "text": value.text}
     return value
 
 
@@ -82,7 +81,7 @@ def loopback(props: dict) -> dict:
     props = copy.deepcopy(props)
     conn = props.get("connection")
     if isinstance(conn, dict):
-        target = conn["value"] if rpc._special_sig_key in conn else conn
+        target = conn["value"] if sdk_access.SIG_KEY in conn else conn
         target["host"] = "127.0.0.1"
     return props
 

@@ -174,10 +174,7 @@ def preview_before_the_installer_ran(config: dict):
 
 
 def _secret_wrapped_unknowns(value, path, inside_secret=False):
-    from pulumi.output import Unknown
-    from pulumi.runtime import rpc
-
-    if rpc.is_rpc_secret(value):
+    if sdk_access.is_secret_value(value):
         yield from _secret_wrapped_unknowns(value["value"], path, True)
     elif isinstance(value, dict):
         for k, v in value.items():
@@ -185,7 +182,7 @@ def _secret_wrapped_unknowns(value, path, inside_secret=False):
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _secret_wrapped_unknowns(v, f"{path}[{i}]", inside_secret)
-    elif inside_secret and (isinstance(value, Unknown) or value == rpc.UNKNOWN):
+    elif inside_secret and (isinstance(value, sdk_access.Unknown) or value == sdk_access.UNKNOWN):
         yield path
 
 
@@ -205,12 +202,10 @@ def test_preview_before_the_installer_ran_sends_the_ignition_on_stdin_not_as_a_c
     # pulumi-command 1.2.1's CopyToRemote check fails on an unknown source ("either asset or archive
     # must be set"; provider/pkg/provider/remote/copyController.go, seen with the real provider), so
     # what exists only after the installer ran goes over a Command's stdin, which may be unknown.
-    from pulumi.output import Unknown
-
     run = preview_before_the_installer_ran(lab_config())
     assert not run.of_type("command:remote:CopyToRemote")
     stdin = run.named("openshift-publish-master-ign").inputs["stdin"]
-    assert isinstance(stdin.get("value") if isinstance(stdin, dict) else stdin, Unknown)
+    assert isinstance(stdin.get("value") if isinstance(stdin, dict) else stdin, sdk_access.Unknown)
 
 
 def test_each_node_approves_its_own_csrs_and_is_drained_when_it_leaves(lab_run):

@@ -21,10 +21,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import unknown_checking_proxy
 
 from rules.props import decode
 from tools import policy_check
+from tools.policy_sdk_access import unknown_checking_proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "policies"

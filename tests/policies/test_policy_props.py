@@ -8,33 +8,28 @@ import pytest
 from google.protobuf import json_format
 from policy_helpers import policy_check
 from pulumi_policy import Secret
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from rules import props as P
-from tools import plan
+from tools import plan, policy_sdk_access
 from tools.mockrun import PLACEHOLDER, redact_secrets
+from tools.policy_sdk_access import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 WIRE_SECRET = {P.SIG_KEY: P.SECRET_SIG, "value": "s3cret"}
 
 
 def test_engine_signatures_match_the_sdk():
-    from pulumi_policy import deserialize
-    from pulumi_policy.proxy import UnknownValueError
-
     # a secret as tools/policy_check sends it: the SDK's deserializer unwraps it, the pack's keeps it a Secret
     wire = policy_check.mark({"password": "s3cret", "mtu": 9000}, ["password"], ["mtu"], "r")
-    assert deserialize.deserialize_properties(wire)["password"] == "s3cret"
+    assert policy_sdk_access.sdk_deserialize_properties(wire)["password"] == "s3cret"
     assert isinstance(P.decode(wire)["password"], Secret)
     # an unknown as it sends it: the SDK's proxy refuses to read it
-    with pytest.raises(UnknownValueError):
+    with pytest.raises(policy_sdk_access.UnknownValueError):
         unknown_checking_proxy(P.decode(wire))["mtu"]
 
 
 def test_decode_keeps_secrets_where_the_sdk_drops_them():
-    from pulumi_policy.deserialize import deserialize_properties
-
     wire = {"connection": {"host": "h", "password": WIRE_SECRET}, "list": [WIRE_SECRET]}
-    assert deserialize_properties(wire)["connection"]["password"] == "s3cret"  # the SDK: secret-ness gone
+    assert policy_sdk_access.sdk_deserialize_properties(wire)["connection"]["password"] == "s3cret"  # the SDK: secret-ness gone
     ours = P.decode(wire)
     assert isinstance(ours["connection"]["password"], Secret)
     assert ours["connection"]["password"].value == "s3cret"
@@ -43,7 +38,7 @@ def test_decode_keeps_secrets_where_the_sdk_drops_them():
 
 
 def test_keep_secret_markers_patches_the_servicer_module(monkeypatch):
-    import pulumi_policy.policy as sdk
+    sdk = policy_sdk_access.servicer_module()
 
     original = sdk.deserialize_properties
     monkeypatch.setattr(sdk, "deserialize_properties", original)  # restored after the test
@@ -58,7 +53,7 @@ def test_keep_secret_markers_patches_the_servicer_module(monkeypatch):
 
 
 def test_keep_secret_markers_refuses_an_sdk_it_does_not_know(monkeypatch):
-    import pulumi_policy.policy as sdk
+    sdk = policy_sdk_access.servicer_module()
 
     monkeypatch.delattr(sdk, "deserialize_properties")
     with pytest.raises(RuntimeError, match="secret detection would silently stop working"):
@@ -102,7 +97,7 @@ def test_policy_check_reads_plan_json_names():
 
 
 def test_policy_check_takes_mock_unknowns_as_the_engine_sentinel():
-    from pulumi.output import Unknown
+    from tools.sdk_access import Unknown
 
     wire = policy_check.mark({"a": Unknown(), "b": [Unknown()], "c": {P.SIG_KEY: P.SECRET_SIG, "value": Unknown()}},
                              [], [], "r")

@@ -182,10 +182,10 @@ def test_render_works_offline_for_every_stack_and_secrets_keep_their_keys(stack,
 def test_a_dockerconfigjson_is_redacted_inside_its_structure_in_string_data_and_in_data():
     import base64
 
-    from pulumi.runtime import rpc
+    from tools.sdk_access import SECRET_SIG, SIG_KEY
 
     def secret(value):
-        return {rpc._special_sig_key: rpc._special_secret_sig, "value": value}
+        return {SIG_KEY: SECRET_SIG, "value": value}
 
     config = json.dumps({"auths": {"registry.lab.local:5000": {"auth": "dXNlcjpwYXNz", "email": "ops@lab"}},
                          "HttpHeaders": {"User-Agent": "x"}})

@@ -23,7 +23,6 @@ from conftest import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary, vm_named
 from google.protobuf import struct_pb2
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
-from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pyVim.task import WaitForTask
 from required_tools import missing
@@ -45,6 +44,7 @@ from components.dynamic.host_settings import (
 )
 from components.dynamic.provider import VcenterConnection, VsphereOperationError, _SettingProvider
 from components.dynamic.vgpu import _VGPU_PROFILE, VgpuProfileProvider, VmVgpuProfile
+from tools import sdk_access
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
@@ -110,7 +110,7 @@ def test_a_wrapped_secret_password_still_logs_in(si, conn_props):
     props = engine_props(
         provider, conn_props, hostName="DC0_H0", ruleset="pvrdma", enabled=False
     )
-    props["password"] = rpc.wrap_rpc_secret(conn_props["password"])
+    props["password"] = sdk_access.wrap_secret(conn_props["password"])
     assert provider.read("DC0_H0:firewall:pvrdma", props).outs["enabled"] is False
 
 
@@ -279,9 +279,9 @@ def test_vgpu_delete_restores_a_profile_found_at_create(si, conn_props):
     [
         (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "direct"}, ["graphicsType"]),
         (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": "sharedDirect"}, []),
-        (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": rpc.UNKNOWN}, []),
+        (GraphicsTypeProvider(), {"hostName": "h", "graphicsType": sdk_access.UNKNOWN}, []),
         (FirewallRulesetProvider(), {"hostName": " ", "ruleset": "pvrdma", "enabled": "yes"}, ["hostName", "enabled"]),
-        (VgpuProfileProvider(), {"vmId": rpc.UNKNOWN, "vmName": "w1", "profile": ""}, ["profile"]),
+        (VgpuProfileProvider(), {"vmId": sdk_access.UNKNOWN, "vmName": "w1", "profile": ""}, ["profile"]),
         (ModuleOptionsProvider(), {"hostName": "h", "module": "nmlx5_core", "options": 8}, ["options"]),
     ],
 )
@@ -291,7 +291,7 @@ def test_check_reports_bad_inputs_by_property(provider, inputs, failing):
     # becomes a pulumi.output.Unknown; sdk/python/lib/pulumi/dynamic/__main__.py).
     struct = struct_pb2.Struct()
     struct.update({"kind": provider.kind, **conn, **inputs})
-    result = provider.check({}, rpc.deserialize_properties(struct, True))
+    result = provider.check({}, sdk_access.deserialize_properties(struct, keep_unknowns=True))
     assert [f.property for f in result.failures] == failing
 
 
@@ -352,8 +352,8 @@ def test_resources_register_as_the_contract_says_with_a_secret_password():
     assert [r.type for r in requests] == [DYNAMIC_TYPE] * 5
     by_kind = {}
     for request in requests:
-        inputs = rpc.deserialize_properties(request.object)
-        kind = rpc.unwrap_rpc_secret(inputs["kind"])
+        inputs = sdk_access.deserialize_properties(request.object)
+        kind = sdk_access.unwrap_secret(inputs["kind"])
         by_kind[kind] = inputs
         # the kubeconfig a vGPU change drains the node with is a secret output too
         assert list(request.additionalSecretOutputs) == ["password"] + (["kubeconfig"] if kind == "vsphere-vm-vgpu"
@@ -362,10 +362,10 @@ def test_resources_register_as_the_contract_says_with_a_secret_password():
     for kind, inputs in by_kind.items():
         connection = {"server", "user", "password", "insecure", "port"}
         assert set(inputs) == {"kind", "__provider", *connection, *CONTRACT_INPUTS[kind]}, kind
-        assert rpc.is_rpc_secret(inputs["password"]), kind
-        assert not rpc.is_rpc_secret(inputs["user"]), kind
-        assert rpc.is_rpc_secret(inputs["__provider"]), kind  # the SDK's default, kept
-    assert rpc.unwrap_rpc_secret(by_kind["vsphere-host-graphics"]["password"]) == "plain-s3cret"
+        assert sdk_access.is_secret_value(inputs["password"]), kind
+        assert not sdk_access.is_secret_value(inputs["user"]), kind
+        assert sdk_access.is_secret_value(inputs["__provider"]), kind  # the SDK's default, kept
+    assert sdk_access.unwrap_secret(by_kind["vsphere-host-graphics"]["password"]) == "plain-s3cret"
     assert by_kind["vsphere-host-firewall-ruleset"]["ruleset"] == "pvrdma"
     assert by_kind["vsphere-host-firewall-ruleset"]["enabled"] is True
     assert by_kind["vsphere-host-graphics"]["graphicsType"] == "sharedDirect"
