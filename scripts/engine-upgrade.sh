@@ -6,9 +6,11 @@
 #   1. the previous release (PREVIOUS, default the last of release/releases.txt) in a worktree;
 #   2. `pulumi up` with its components/ on the program's and the dynamic provider's PYTHONPATH;
 #      the provider classes its state pickles (by module and name) read back from the export;
-#   3. `pulumi preview --expect-no-changes` with this tree's components/ (the engine fails it on any
-#      create, update, replace or delete);
-#      (and, as a control, fails once an input changes);
+#   3. `pulumi up` with this tree's components/: the release's retirements and nothing else (the vGPU
+#      resource is dropped and its delete leaves the vGPU on the running VM; the node's roll that holds
+#      it now is created and finds the VM as asked: no power cycle, checked on the VM), then
+#      `pulumi preview --expect-no-changes` (the engine fails it on any create, update, replace or
+#      delete; and, as a control, fails once an input changes);
 #   4. the stack tag the up workflow records (gpu-lab:commit) set and read back on this backend;
 #   5. destroy with this tree: vSphere back as it was.
 # Prints one PASS line per step and "N passed, 0 failed"; FAIL and the engine's output otherwise.
@@ -51,7 +53,7 @@ source "$ROOT/scripts/lib-steps.sh"
 git -C "$ROOT" worktree add --quiet --detach "$OLD" "$PREVIOUS_COMMIT" || fail "git worktree of $PREVIOUS"
 start_vcsim "$SIM_USER" "$SIM_PASSWORD"
 # host, VM id and VM name from the simulator, through this tree's hostops (read only; seeds the option ESXi has)
-read -r HOST VM_ID VM_NAME < <(SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD \
+read -r HOST VM_ID VM_NAME VM_CPUS VM_MEMORY < <(SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD \
     PYTHONPATH=$ROOT "$PY" - <<'EOF'
 import os, time
 from pyVmomi import vim
@@ -63,7 +65,8 @@ for attempt in range(100):
             host = si.RetrieveContent().rootFolder.childEntity[0].hostFolder.childEntity[0].host[0]
             host.configManager.advancedOption.UpdateOptions(
                 changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
-            print(host.name, host.vm[0]._moId, host.vm[0].name)
+            settings = hostops.get_roll_settings(host.vm[0])
+            print(host.name, host.vm[0]._moId, host.vm[0].name, settings["cpus"], settings["memoryMb"])
         break
     except (ConnectionError, OSError):
         if attempt == 99:
@@ -86,10 +89,16 @@ import components
 
 # By the tree on PYTHONPATH, not by trying the import: the venv's editable install would find a
 # module that tree lacks in the repo's own components/.
-if (Path(components.__file__).parent / "dynamic").is_dir():
+dynamic = Path(components.__file__).parent / "dynamic"
+NodeRoll = VmVgpuProfile = None
+if dynamic.is_dir():
     from components.dynamic.host_settings import HostAdvancedOption, HostFirewallRuleset
     from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
-    from components.dynamic.vgpu import VmVgpuProfile
+
+    if (dynamic / "roll.py").is_file() and "class VmVgpuProfile" not in (dynamic / "vgpu.py").read_text():
+        from components.dynamic.roll import NodeRoll  # the node's roll holds the vGPU
+    else:
+        from components.dynamic.vgpu import VmVgpuProfile
 
     def pyvmomi_provider():
         return explicit_provider(PYVMOMI)
@@ -109,12 +118,19 @@ opts = pulumi.ResourceOptions(provider=pyvmomi_provider())
 host = cfg.require("host")
 HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
 HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.get("vmknic") or "vmk1", opts=opts)
-VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), "grid_v100-8c", opts=opts)
+if NodeRoll is None:
+    VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), "grid_v100-8c", opts=opts)
+else:  # the VM's own size: the roll asks for nothing but the vGPU the older release attached
+    NodeRoll("vgpu-roll", conn, vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker",
+             cpus=cfg.require_int("vmCpus"), memory_mb=cfg.require_int("vmMemory"), memory_reservation_mb=None,
+             hardware_version=None, vgpu_profile="grid_v100-8c", kubeconfig=None, oc="oc", drain_timeout_s=900,
+             opts=opts)
 EOF
 cd "$WORK/proj"
 run stack.log pulumi stack init sim
 run config.log pulumi config set --secret password < <(printf '%s' "$SIM_PASSWORD")
-for kv in "port=$SIM_PORT" "user=$SIM_USER" "host=$HOST" "vmId=$VM_ID" "vmName=$VM_NAME"; do
+for kv in "port=$SIM_PORT" "user=$SIM_USER" "host=$HOST" "vmId=$VM_ID" "vmName=$VM_NAME" "vmCpus=$VM_CPUS" \
+          "vmMemory=$VM_MEMORY"; do
     run config.log pulumi config set "${kv%%=*}" "${kv#*=}"
 done
 
@@ -147,7 +163,41 @@ if [[ ! -d $OLD/components/dynamic && $PICKLED = *components.dynamic.* ]]; then
 fi
 pass "the state names the previous release's provider classes: $PICKLED"
 
-# ---------------------------------------------------------------- this tree: no changes
+# ---------------------------------------------------------------- this tree: its retirements, then no changes
+# the VM as the older release left it: its vGPU, its power state and how often vCenter saw it powered off
+vm_now() {
+    SIM_PORT=$SIM_PORT SIM_USER=$SIM_USER SIM_PASSWORD=$SIM_PASSWORD VM_ID=$VM_ID PYTHONPATH=$ROOT "$PY" - <<'PY'
+import os
+from pyVmomi import vim
+from components.dynamic import hostops
+with hostops.session("127.0.0.1", os.environ["SIM_USER"], os.environ["SIM_PASSWORD"], port=int(os.environ["SIM_PORT"]),
+                     insecure=True) as si:
+    vm = hostops.find_vm(si, os.environ["VM_ID"])
+    events = si.RetrieveContent().eventManager.QueryEvents(vim.event.EventFilterSpec(
+        entity=vim.event.EventFilterSpec.ByEntity(entity=vm, recursion="self")))
+    offs = sum(isinstance(e, (vim.event.VmStoppingEvent, vim.event.VmPoweredOffEvent)) for e in events)
+    print(hostops.get_vgpu_profile(vm), vm.runtime.powerState, f"{offs}-power-offs")
+PY
+}
+BEFORE=$(vm_now) || fail "reading the VM after the older release's up"
+[[ $BEFORE = grid_v100-8c\ poweredOn* ]] || fail "the older release attached the vGPU to a running VM: $BEFORE"
+# the vGPU resource is retired by the release that moved the profile into the node's roll
+held_by_resource() { grep -qs 'class VmVgpuProfile' "$1/components/dynamic/vgpu.py" "$1/components/vsphere/dynamic.py"; }
+PYTHONPATH=$ROOT run retire.log pulumi up --yes --non-interactive --diff
+if held_by_resource "$OLD" && ! held_by_resource "$ROOT"; then
+    if ! grep -q '1 created' "$WORK/retire.log" || ! grep -q '1 deleted' "$WORK/retire.log" \
+            || grep -q 'updated' "$WORK/retire.log"; then
+        cat "$WORK/retire.log"; fail "this tree's up: the roll created and the vGPU resource deleted, nothing else"
+    fi
+    did="the node's roll created, the vGPU resource deleted"
+else
+    grep -q '5 unchanged' "$WORK/retire.log" || { cat "$WORK/retire.log"; fail "this tree's up changes nothing"; }
+    did="nothing to retire"
+fi
+AFTER=$(vm_now) || fail "reading the VM after this tree's up"
+[[ $AFTER = "$BEFORE" ]] || fail "the VM changed: before '$BEFORE', after '$AFTER'"
+pass "up with this tree: $did; the VM kept its vGPU, running, not rebooted ($AFTER)"
+
 PYTHONPATH=$ROOT run preview.log pulumi preview --expect-no-changes --non-interactive --diff
 grep -qE '5 unchanged' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview saw the stack and 4 resources unchanged"; }
 pass "preview --expect-no-changes with this tree ($(git -C "$ROOT" rev-parse --short HEAD), working tree): 5 unchanged"

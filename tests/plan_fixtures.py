@@ -49,8 +49,9 @@ def vm(name: str) -> str:
     return f"{VMS}-{name}"
 
 
-def vgpu(name: str) -> str:
-    return f"{VMS}-{name}-vgpu"
+def roll(name: str) -> str:
+    """The node's roll: the pyvmomi resource that holds its VM's vGPU profile."""
+    return f"{VMS}-{name}-roll"
 
 
 def vmk(host: str) -> str:
@@ -206,7 +207,7 @@ def broken_workloads() -> dict:
     del command["secretPaths"]  # the connection, password included, in plain text
     del command["properties"]["connection"]["perDialTimeout"]
     del command["properties"]["connection"]["hostKey"]  # any host key accepted
-    find(s, vgpu(W[0]))["secretPaths"] = []
+    find(s, roll(W[0]))["secretPaths"] = []
     return s
 
 
@@ -230,7 +231,7 @@ def preview_unknowns() -> dict:
         pvrdma_vmknic(H[0]): ["value"],
         pvrdma_ruleset(H[1]): ["hostName"],
         vmk(H[2]): ["mtu"],
-        vgpu(W[2]): ["vmName"],
+        roll(W[2]): ["vmName"],
     }
     for name, paths in unknown.items():
         find(s, name)["unknownPaths"] = paths

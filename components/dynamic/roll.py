@@ -44,7 +44,6 @@ from components.dynamic.provider import (
     _known,
     _plain,
 )
-from components.dynamic.vgpu import _Node
 from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS  # noqa: F401 - the bounds check() applies
 
 KIND = "vsphere-vm-roll"
@@ -53,6 +52,10 @@ ROLLED = ("cpus", "memoryMb", "memoryReservationMb", "hardwareVersion", "vgpuPro
 POWERED_ON = "poweredOn"
 NODE_KEYS = ("vmName", "role", "kubeconfig", "oc", "nodeName", "drainTimeoutS")
 """How to reach the node and how long its drain may take: changing them changes nothing on vSphere."""
+NEW_VM = "newVm"
+"""True when the deployment that creates the roll creates its VM too: the VM is no node of any cluster
+yet (it boots its ignition), so the create gives it what the clone could not (its vGPU) without a drain and
+beside the other new VMs, not one at a time. Read at create only (the roll ignores its later changes)."""
 STEPS = ("ask the cluster", "health before", "cordon", "drain", "power-off", "reconfigure", "power-on", "Ready",
          "health after", "uncordon")
 """The steps of one node's roll, as the error names them."""
@@ -195,7 +198,7 @@ class NodeRollProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = _plain(props)
-        outs = self._converge(inputs)
+        outs = self._first_boot(inputs) if inputs.get(NEW_VM) else self._converge(inputs)
         return CreateResult(f"{inputs['vmId']}:roll", outs)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -259,6 +262,25 @@ class NodeRollProvider(ResourceProvider):
             raise self._vsphere_error(inputs, "roll", error) from None
         return {**inputs, POWERED_ON: True}
 
+    def _first_boot(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """A VM this deployment created: give it the settings the clone did not (the vGPU profile), as the
+        VM's own create would, with no cluster to ask and no other node to wait for."""
+        from components.dynamic import hostops
+
+        name = str(inputs.get("nodeName") or inputs["vmName"])
+        try:
+            with self._session(inputs) as si:
+                vm = _Vm(hostops.find_vm(si, inputs["vmId"], inputs.get("vmName")), f"VM {inputs.get('vmName')!r}")
+                live = vm.settings()
+                changes = differences(live, wanted_settings(inputs))
+                if changes or not vm.powered_on():
+                    self._roll(inputs, name, vm, live, changes, None)
+        except VsphereOperationError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one line for a vSphere or network failure
+            raise self._vsphere_error(inputs, "roll", error) from None
+        return {**inputs, POWERED_ON: True}
+
     def _finish_if_marked(self, inputs: dict[str, Any], name: str, vm: _Vm) -> None:
         """The VM runs as the stack says: the node may still be one an earlier run left half-rolled
         (killed while waiting for Ready, say), cordoned. Nothing here is disruptive, so a cluster that
@@ -283,7 +305,10 @@ class NodeRollProvider(ResourceProvider):
         control_plane = inputs.get("role") == "control-plane"
         was_on = vm.powered_on()
         mark, phase = node.roll_mark() if node is not None else (None, None)
-        if changes:
+        if changes and inputs.get(NEW_VM):
+            said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
+            pulumi.log.info(f"node {name}: its new VM gets {said} before it joins a cluster")
+        elif changes:
             said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
             pulumi.log.info(f"node {name}: rolling ({said})")
         elif mark is not None:
@@ -506,6 +531,59 @@ def _member(inputs: dict[str, Any]) -> bool:
     return bool(inputs.get("kubeconfig")) or inputs.get("role") == "control-plane"
 
 
+class _Node:
+    """One Kubernetes node, driven with oc and a kubeconfig file of its own."""
+
+    def __init__(self, oc: str, kubeconfig_path: str, name: str, label: str) -> None:
+        self.oc, self.kubeconfig_path, self.name, self.label = oc, kubeconfig_path, name, label
+
+    last_stderr = ""
+    """What the last oc call printed on stderr (a failure's detail may precede its last line)."""
+
+    def run(self, *args: str, timeout: float) -> subprocess.CompletedProcess:
+        done = subprocess.run([self.oc, *args], env={**os.environ, "KUBECONFIG": self.kubeconfig_path},
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        self.last_stderr = done.stderr
+        return done
+
+    def must(self, what: str, *args: str, timeout: float) -> str:
+        try:
+            done = self.run(*args, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise NodeDrainError(f"{self.label}, node {self.name}: {what} did not finish in {timeout:.0f} s") from None
+        if done.returncode != 0:
+            said = ((done.stderr.strip() or done.stdout.strip()).splitlines() or ["no output"])[-1]
+            raise NodeDrainError(f"{self.label}, node {self.name}: {what} failed (oc exit {done.returncode}): {said}")
+        return done.stdout.strip()
+
+    def boot_id(self) -> str:
+        return self.must("reading the node's boot id", "get", f"node/{self.name}",
+                         "-o", "jsonpath={.status.nodeInfo.bootID}", timeout=_OC_GET_TIMEOUT_S)
+
+    def cordon(self) -> None:
+        self.must("oc adm cordon", "adm", "cordon", self.name, timeout=_OC_GET_TIMEOUT_S)
+
+    def wait_rebooted(self, boot_before: str) -> None:
+        """Until the kubelet reports a new boot: right after the power-on the node may still show the
+        Ready status it had before the power-off."""
+        deadline = time.monotonic() + REBOOT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            done = self.run("get", f"node/{self.name}", "-o", "jsonpath={.status.nodeInfo.bootID}",
+                            timeout=_OC_GET_TIMEOUT_S)
+            if done.returncode == 0 and done.stdout.strip() not in ("", boot_before):
+                return
+            time.sleep(_POLL_S)
+        raise NodeDrainError(f"{self.label}, node {self.name}: the node did not report a new boot within "
+                             f"{REBOOT_TIMEOUT_S} s of the power-on")
+
+    def wait_ready(self) -> None:
+        self.must("oc wait --for=condition=Ready", "wait", "--for=condition=Ready", f"node/{self.name}",
+                  f"--timeout={READY_TIMEOUT_S}s", timeout=READY_TIMEOUT_S + 60)
+
+    def uncordon(self) -> None:
+        self.must("oc adm uncordon", "adm", "uncordon", self.name, timeout=_OC_GET_TIMEOUT_S)
+
+
 class _RollNode(_Node):
     """A node driven with oc for a roll: the drain takes the stack's timeout, the roll's mark lives on it."""
 
@@ -715,6 +793,7 @@ class NodeRoll(Resource):
         kubeconfig: pulumi.Input[str] | None,
         oc: str,
         drain_timeout_s: int,
+        new_vm: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
@@ -733,6 +812,8 @@ class NodeRoll(Resource):
             "oc": oc,
             "drainTimeoutS": drain_timeout_s,
             "kubeconfig": pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
+            NEW_VM: new_vm,
         }
         super().__init__(_NODE_ROLL, name, props, pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=[*SECRET_OUTPUTS, "kubeconfig"])))
+            opts, pulumi.ResourceOptions(additional_secret_outputs=[*SECRET_OUTPUTS, "kubeconfig"],
+                                         ignore_changes=[NEW_VM])))

@@ -23,7 +23,6 @@ import pulumi_vsphere as vsphere
 
 from components.dynamic.provider import VcenterConnection
 from components.dynamic.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
-from components.dynamic.vgpu import VmVgpuProfile
 from components.facts import PlannedVm
 from components.model import ConfigError, Problem, resource_slug
 from components.secrets import LabSecrets
@@ -219,31 +218,22 @@ class LabVms(pulumi.ComponentResource):
                 ),
             )
             self.machines[vm.name] = machine
-            vgpu = None
-            if vm.vgpu_profile:
-                # It attaches the vGPU at create and removes it on delete; a profile change is the node's
-                # roll (below), so the profile it holds stays the one it attached. Deleted with its VM: a VM
-                # that goes is not power-cycled first to take its vGPU off.
-                vgpu = VmVgpuProfile(f"{name}-{vm.name}-vgpu", args.vcenter, machine.moid, vm.name, vm.vgpu_profile,
-                                     kubeconfig=args.kubeconfig, oc=args.oc, node_name=vm.name,
-                                     opts=pulumi.ResourceOptions(parent=self, ignore_changes=["profile"],
-                                                                 deleted_with=machine))
             if vm.role in CLUSTER_ROLES:
                 # One running node after the other: each roll starts once the previous one's is done, and
-                # none starts after a failed one. A node whose VM this deployment creates has nothing to
-                # roll (its VM is made as the stack says), so it neither waits nor is waited for: a chain
-                # through every new node would make a new lab's `up` take one engine step and two state
-                # checkpoints per node after its last VM.
+                # none starts after a failed one. A node whose VM this deployment creates is no cluster's
+                # node yet: its roll's create gives it what the clone cannot (its vGPU) without a drain, and
+                # it neither waits nor is waited for (a chain through every new node would make a new lab's
+                # `up` take one engine step and two state checkpoints per node after its last VM).
                 running = args.deployed_vms is None or f"{name}-{vm.name}" in args.deployed_vms
                 roll = NodeRoll(
                     f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
                     cpus=vm.cpus, memory_mb=memory_mb,
                     memory_reservation_mb=memory_mb if vm.vgpu_profile else None,
                     hardware_version=plan.hardware_version, vgpu_profile=vm.vgpu_profile,
-                    kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s,
+                    kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s, new_vm=not running,
                     opts=pulumi.ResourceOptions(
                         parent=self, deleted_with=machine,
-                        depends_on=[r for r in (vgpu, previous_roll if running else None) if r is not None]))
+                        depends_on=[previous_roll] if running and previous_roll is not None else []))
                 self.rolls[vm.name] = roll
                 if running:
                     previous_roll = roll

@@ -113,8 +113,9 @@ class LabVm:
 
 
 def _vgpu_profiles(resources: list[Res]) -> dict:
-    """VM name -> vGPU profile, from the pyvmomi vGPU resources."""
-    return {r.get("vmName"): r.get("profile") for r in of_kind(resources, "vsphere-vm-vgpu") if known(r.get("vmName"))}
+    """VM name -> vGPU profile, from the nodes' rolls (the pyvmomi resource that gives a VM its vGPU)."""
+    return {r.get("vmName"): r.get("vgpuProfile") for r in of_kind(resources, "vsphere-vm-roll")
+            if known(r.get("vmName")) and r.get("vgpuProfile")}
 
 
 def lab_vms(resources: list[Res]) -> list[LabVm]:

@@ -49,8 +49,8 @@ def test_add_a_worker_vm(lab):
     config, base = lab
     found = steps(base, run(edited(config, "gpu-lab:vsphere.workers.names", [*builders.WORKERS, "w05"])))
     assert {name: step for name, step in found.items() if not name.startswith("addons-")} == {
-        "vms-w05": ("create", ()), "vms-w05-vgpu": ("create", ()),  # the stored worker ignition, no installer
-        "vms-w05-roll": ("create", ()),  # finds the VM as the stack made it: nothing
+        "vms-w05": ("create", ()),  # the stored worker ignition, no installer
+        "vms-w05-roll": ("create", ()),  # gives the new VM its vGPU: no cluster node yet, nothing to drain
         "openshift-nodes-w05": ("create", ("rerun",)),  # approves w05's CSRs only
         "openshift-dns": RERUN, "openshift-lb": RERUN, "openshift-ignition-access": RERUN,
         "lab-identity": UPDATED, "openshift": UPDATED, "openshift-nodes": UPDATED, "vms": UPDATED,
@@ -109,8 +109,8 @@ def test_remove_a_middle_worker_with_explicit_lists(lab):
     openshift_and_vsphere = {n: s for n, s in found.items() if not n.startswith("addons-")}
     assert openshift_and_vsphere == {
         "openshift-nodes-w02": ("delete", ("delete",)),  # drained and deleted from the cluster first
-        # its vGPU and roll go with the VM (deleted_with): no power cycle to take the vGPU off first
-        "vms-w02": ("delete", ("delete",)), "vms-w02-vgpu": ("delete", ()), "vms-w02-roll": ("delete", ()),
+        # its roll goes with the VM (deleted_with), and the vGPU with the VM
+        "vms-w02": ("delete", ("delete",)), "vms-w02-roll": ("delete", ()),
         # w02 was esx02's only worker: its DRS groups and rule go; no other worker's placement changes
         "vms-esx02-workers": ("delete", ("delete",)), "vms-esx02-host": ("delete", ("delete",)),
         "vms-esx02-placement": ("delete", ("delete",)),

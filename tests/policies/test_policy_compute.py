@@ -93,7 +93,7 @@ def test_locked_to_max_counts_as_fully_reserved(lab):
     assert violations(compute.vgpu_memory_reserved, lab) == []
 
 
-def test_a_vgpu_attached_by_the_pyvmomi_resource_alone_is_enough(lab):
+def test_a_vgpu_given_by_the_nodes_roll_alone_is_enough(lab):
     for entry in props(lab, "vms")["vms"]:
         entry["vgpuProfile"] = None
     props(lab, "vms-w01")["memoryReservationLockedToMax"] = False
@@ -150,7 +150,7 @@ def test_worker_with_other_cpu_count_is_refused(lab):
 
 
 def test_worker_with_other_vgpu_profile_is_refused(lab):
-    props(lab, "vms-w02-vgpu")["profile"] = "grid_v100-8c"
+    props(lab, "vms-w02-roll")["vgpuProfile"] = "grid_v100-8c"
     assert violations(compute.workers_identical, lab) == [
         ("vms-w02", "worker 'w02' differs from 'w01': vGPU profile grid_v100-8c vs grid_v100-16c")]
 

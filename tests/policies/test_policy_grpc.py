@@ -46,7 +46,7 @@ EXPECTED = {
         ("k8s-gpu-limits", F.GPU_JOB, M),
         ("secrets-k8s-secret-data-is-secret", F.LICENSING_SECRET, M),
         ("secrets-credentials-are-secret", F.SWITCH_COMMAND, M),
-        ("secrets-credentials-are-secret", F.vgpu(W[0]), M),
+        ("secrets-credentials-are-secret", F.roll(W[0]), M),
         ("command-connect-timeout", F.SWITCH_COMMAND, A),
         ("command-ssh-host-key-pinned", F.SWITCH_COMMAND, A),
     },

@@ -66,7 +66,7 @@ def test_another_worker_is_created_and_the_rest_stays(before):
     edited["gpu-lab:vsphere"]["workers"]["names"].append("w05")
     result = changes(base, run(edited))
     created = {e["name"] for e in result if e["op"] == "create"}
-    assert {"vms-w05", "vms-w05-vgpu"} <= created
+    assert {"vms-w05", "vms-w05-roll"} <= created
     assert not [e for e in result if e["op"] in ("replace", "delete") and e["name"].startswith("vms-w0")
                 and e["name"] != "vms-w05"], result
     # byte-identical for the same pair

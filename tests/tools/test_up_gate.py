@@ -91,9 +91,9 @@ def test_a_port_group_vlan_in_the_preview_is_network(tmp_path):
 
 def test_a_vgpu_profile_change_in_the_preview_is_a_reboot():
     old = {"type": "pulumi-python:dynamic:Resource", "urn": "urn:pulumi:lab::gpu-lab::pulumi-python:dynamic:Resource::v",
-           "inputs": {"kind": "vsphere-vm-vgpu", "profile": "grid_v100-16c"}}
-    new = {**old, "inputs": {"kind": "vsphere-vm-vgpu", "profile": "grid_v100-8c"}}
-    assert up_gate.preview_step_effects(_update(old, new, ["profile"])) == ["reboot"]
+           "inputs": {"kind": "vsphere-vm-roll", "vgpuProfile": "grid_v100-16c"}}
+    new = {**old, "inputs": {"kind": "vsphere-vm-roll", "vgpuProfile": "grid_v100-8c"}}
+    assert up_gate.preview_step_effects(_update(old, new, ["vgpuProfile"])) == ["reboot"]
 
 
 def test_make_diffs_verdict_names_resources_and_effects(tmp_path, capsys):

@@ -18,7 +18,6 @@ import pytest
 from pyVmomi import vim
 
 from components.dynamic.host_settings import _ADVANCED_OPTION, _FIREWALL_RULESET
-from components.dynamic.vgpu import _VGPU_PROFILE
 from components.vsphere.vms import FIRST_BOOT_INPUTS, ROLLED_VM_INPUTS
 from tools.diff import Engine, changes, snapshot, steps_between
 from tools.mockrun import Run, placeholder_secrets, run_program
@@ -153,10 +152,10 @@ def test_add_a_worker(plan):
     base = plan(builders.lab_stack())
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names",
                                    [*builders.WORKERS, "w05"]))
-    # The new worker's VM and vGPU; its round-robin host is esx01, alone in a third spread group
+    # The new worker's VM and its roll (which gives it its vGPU); its round-robin host is esx01, alone in a third spread group
     # (no rule for one VM). No other VM, rule or host setting changes: the workers' ignition
     # changes too, but extraConfig is a first-boot input.
-    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create", "vms-w05-roll": "create"}
+    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-roll": "create"}
     assert new.inputs["vms-w05"]["hostSystemId"] == "host-esx01"
 
 
@@ -167,19 +166,18 @@ def test_add_a_worker_in_the_placed_form(plan):
     new = plan(config)
     # ComputeClusterVmGroup.virtual_machine_ids is not ForceNew (resource_vsphere_compute_cluster_vm_group.go):
     # the group of the new worker's host is updated in place.
-    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-vgpu": "create", "vms-w05-roll": "create",
+    assert engine_steps(base, new) == {"vms-w05": "create", "vms-w05-roll": "create",
                                        "vms-esx03-workers": "update virtualMachineIds"}
 
 
 def test_remove_a_middle_worker_in_the_placed_form(plan):
     base = plan(placed_lab(8))
     new = plan(without(placed_lab(8), "w02"))
-    # Its VM and vGPU go, and it leaves its host's VM group; every other worker keeps its addresses
-    # and host, so nothing else changes. The vGPU and the roll go with the VM (deleted_with): no power
-    # cycle to take the vGPU off a VM that is being deleted.
-    assert engine_steps(base, new) == {"vms-w02": "delete", "vms-w02-vgpu": "delete", "vms-w02-roll": "delete",
+    # Its VM goes, and it leaves its host's VM group; every other worker keeps its addresses and host,
+    # so nothing else changes. The roll goes with the VM (deleted_with), the vGPU in it.
+    assert engine_steps(base, new) == {"vms-w02": "delete", "vms-w02-roll": "delete",
                                        "vms-esx02-workers": "update virtualMachineIds"}
-    step = next(s for s in steps_between(snapshot(base.run), snapshot(new.run)) if s.name == "vms-w02-vgpu")
+    step = next(s for s in steps_between(snapshot(base.run), snapshot(new.run)) if s.name == "vms-w02-roll")
     assert step.effects == [] and step.notes == ["deleted with vms-w02: no delete of its own"]
 
 
@@ -187,7 +185,7 @@ def test_remove_the_last_worker_of_a_host_in_the_placed_form(plan):
     base = plan(placed_lab())
     new = plan(without(placed_lab(), "w02"))
     assert engine_steps(base, new) == {
-        "vms-w02": "delete", "vms-w02-vgpu": "delete", "vms-w02-roll": "delete",
+        "vms-w02": "delete", "vms-w02-roll": "delete",
         "vms-esx02-workers": "delete", "vms-esx02-host": "delete", "vms-esx02-placement": "delete"}
 
 
@@ -262,7 +260,7 @@ def test_rotate_the_vcenter_password(plan):
     steps = engine_steps(base, new)
     pyvmomi = [n for n, k in new.types.items() if k == DYNAMIC and n != "lab-identity"]
     assert steps == {n: "update password" for n in pyvmomi}
-    assert len(pyvmomi) == 4 * 4 + 4 + 7  # four settings per worker host, a vGPU per worker, a roll per node
+    assert len(pyvmomi) == 4 * 4 + 7  # four settings per worker host, a roll per node (its vGPU with it)
 
 
 def test_change_the_connectx_pfc_priority(plan):
@@ -278,27 +276,10 @@ def test_change_the_connectx_pfc_priority(plan):
     assert new.inputs["roce-esx01-connectx-qos"]["options"] == "pfctx=0x10 pfcrx=0x10 trust_state=2"
 
 
-# ---------------------------------------------------------------- an upgrade of gpu-lab
-
-
-def test_an_upgraded_vgpu_resource_is_an_update_that_changes_nothing_on_vsphere(plan):
-    """Stacks built before the roll have VmVgpuProfile states without kubeconfig, oc and nodeName:
-    the first `up` after the upgrade is an update of each (no replacement), and that update finds the
-    same profile and neither powers the VM off nor drains it (test_vgpu_roll.py,
-    test_an_update_that_keeps_the_profile_changes_nothing)."""
-    new = plan(builders.lab_stack())
-    for worker in builders.WORKERS:
-        now = new.inputs[f"vms-{worker}-vgpu"]
-        before = {k: v for k, v in now.items() if k not in ("kubeconfig", "oc", "nodeName")}
-        diff = _VGPU_PROFILE.diff("id", before, now)
-        assert (diff.changes, diff.replaces) == (True, [])
-        assert now["nodeName"] == worker and now["oc"] == "oc" and now["kubeconfig"]
-
-
 def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
     """The update a rotated vCenter password causes, against vcsim: each setting is read and, being
-    what the state says, left alone (module options and graphics: test_pending_reboot.py; vGPU:
-    test_vgpu_roll.py)."""
+    what the state says, left alone (module options and graphics: test_pending_reboot.py; the node's roll
+    and its vGPU: test_node_roll.py, test_an_update_that_changes_nothing_on_vsphere_powers_nothing)."""
     from components.dynamic import hostops
 
     writes: list[str] = []
@@ -351,7 +332,7 @@ def test_add_a_worker_to_a_group_that_has_a_rule(plan):
     six = [f"w0{i}" for i in range(1, 7)]
     base = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", six))
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.names", [*six, "w07"]))
-    assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-vgpu": "create", "vms-w07-roll": "create",
+    assert engine_steps(base, new) == {"vms-w07": "create", "vms-w07-roll": "create",
                                        "vms-workers-spread-2": "update virtualMachineIds"}
 
 

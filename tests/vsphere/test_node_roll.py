@@ -174,7 +174,6 @@ def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(r, "_POLL_S", 0.05)
     monkeypatch.setattr(r, "HEALTH_DWELL_S", 0.1)
     monkeypatch.setattr(r, "_FAILED_IN_THIS_RUN", [])
-    monkeypatch.setattr("components.dynamic.vgpu._REBOOT_POLL_S", 0.05)
     for verb, original in (("power-off", hostops.power_off), ("power-on", hostops.power_on),
                            ("reconfigure", hostops.reconfigure_for_roll)):
         def marked(vm, *args, _verb=verb, _original=original, **kwargs):
@@ -447,6 +446,49 @@ def test_an_update_that_changes_nothing_on_vsphere_powers_nothing(dsi, conn, wor
     assert calls(log) == ["oc get nodes -o json"] and sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
 
 
+def test_a_new_vms_roll_gives_it_its_vgpu_without_asking_a_cluster(dsi, conn, workers, log, said):
+    """The deployment that creates a VM creates its roll: the VM boots its ignition and is no node yet, so
+    the roll's create attaches its vGPU (the clone cannot) with no drain and no question to the cluster,
+    which would not list it (and stop a roll of a running node)."""
+    vm = workers[0]
+    hostops.power_off(vm)
+    hostops.reconfigure_for_roll(vm, {"vgpuProfile": ""})
+    hostops.power_on(vm)
+    open(log, "w").close()
+    created = r.NodeRollProvider().create(props(conn, vm, **{r.NEW_VM: True}))
+    assert created.id == f"{vm._moId}:roll" and created.outs[r.NEW_VM] is True
+    assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
+    assert calls(log) == [f"vsphere power-off {vm.name}", f"vsphere reconfigure {vm.name}",
+                          f"vsphere power-on {vm.name}"]
+    assert said == []
+
+
+def test_new_vms_get_their_vgpus_side_by_side(dsi, conn, workers, log, said):
+    """Day 1 stays parallel: a new VM's create does not wait for the one-node-at-a-time lock the rolls of
+    running nodes take (held here by the test, as a running node's roll would)."""
+    vm = workers[1]
+    hostops.power_off(vm)
+    hostops.reconfigure_for_roll(vm, {"vgpuProfile": ""})
+    hostops.power_on(vm)
+    done: list[object] = []
+    with r._ONE_AT_A_TIME:
+        worker = threading.Thread(target=lambda: done.append(r.NodeRollProvider().create(
+            props(conn, vm, **{r.NEW_VM: True}))))
+        worker.start()
+        worker.join(timeout=60)
+    assert done and sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
+
+
+def test_a_roll_created_for_a_running_node_asks_its_cluster(dsi, conn, workers, log, said, monkeypatch):
+    """Without NEW_VM (a lab's VM that runs, whose roll was dropped from the state, or built before rolls)
+    the create is a roll: the cluster must list the node, else nothing changes."""
+    vm = workers[2]
+    monkeypatch.setenv("FAKE_OC_NODES", " ".join(w for w in WORKERS if w != vm.name))
+    with pytest.raises(r.RollStepError, match="ask the cluster"):
+        r.NodeRollProvider().create(props(conn, vm, cpus=2))
+    assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
+
+
 @pytest.mark.parametrize(("key", "value", "bound"), [("cpus", 769, "1 to 768 vCPUs"),
                                                      ("memoryMb", 24 * 1024 * 1024 + 1, "24 TB")])
 def test_sizes_beyond_vsphere_8_are_refused_at_check(conn, key, value, bound):
@@ -680,8 +722,6 @@ def pause():
     time.sleep(3600)
 r._POLL_S = 0.05
 r.HEALTH_DWELL_S = 0.1
-import components.dynamic.vgpu as vgpu
-vgpu._REBOOT_POLL_S = 0.05
 for verb, name in (("power-off", "power_off"), ("power-on", "power_on"), ("reconfigure", "reconfigure_for_roll")):
     original = getattr(hostops, name)
     def marked(vm, *args, _verb=verb, _original=original, **kwargs):

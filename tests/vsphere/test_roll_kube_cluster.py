@@ -78,7 +78,6 @@ def lab(cluster, vms, monkeypatch):
     monkeypatch.setattr(r, "_POLL_S", 0.2)
     monkeypatch.setattr(r, "HEALTH_DWELL_S", 1.0)
     monkeypatch.setattr(r, "_FAILED_IN_THIS_RUN", [])
-    monkeypatch.setattr("components.dynamic.vgpu._REBOOT_POLL_S", 0.2)
     monkeypatch.setattr(pulumi.log, "info", lambda *a, **k: None)
     monkeypatch.setattr(pulumi.log, "warn", lambda *a, **k: None)
     return cluster

@@ -28,6 +28,8 @@ from tools.diff.paths import (
 )
 from tools.diff.recording import Planned, snapshot
 from tools.diff.rules import (
+    DYNAMIC_TYPE,
+    RETIRED_KINDS,
     ROLL_KIND,
     Context,
     DynamicRule,
@@ -316,6 +318,8 @@ class Engine:
                 step.notes.append(f"deleted with {_urn_name(old.deleted_with)}: no delete of its own")
             elif old.custom:
                 step.effects = rule_for(old.type).effects("delete", old, None, old.inputs, [])
+                if (retired := RETIRED_KINDS.get(str(old.inputs.get("kind")))) and old.type == DYNAMIC_TYPE:
+                    step.notes.append(retired)
             if old.protect:
                 step.refused = "protected: the engine refuses to delete it (unprotect it first)"
                 step.add_effect("refused")

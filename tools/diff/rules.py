@@ -434,15 +434,17 @@ class KubernetesProviderRule(Rule):
         return ProviderDiff(bool(paths), replaces)
 
 
-# What an update, replacement or delete of one of our dynamic resources does beyond the setting itself:
-# a vGPU change power-cycles a running VM (components/dynamic/hostops.py, set_vgpu_profile), and a node's
-# roll powers its VM off and on for any setting it applies (components/dynamic/roll.py, ROLLED).
-DYNAMIC_REBOOTS: dict[str, tuple[str, ...]] = {"vsphere-vm-vgpu": ("profile",), ROLL_KIND: ROLLED}
-"""Dynamic kinds that power-cycle a VM, and the inputs whose change does it: vSphere changes a vGPU
-device only on a powered-off VM, and an update that finds the same settings changes nothing."""
-DYNAMIC_REBOOTS_ON_DELETE = {"vsphere-vm-vgpu"}
-"""Kinds whose replacement or delete power-cycles the VM too (the vGPU device is taken off); a roll's
-delete runs nothing, and its replacement (a new VM) finds the VM as the stack made it."""
+# What an update of one of our dynamic resources does beyond the setting itself: a node's roll powers its
+# VM off and on for any setting it applies (components/dynamic/roll.py, ROLLED); an update that finds the
+# same settings changes nothing. A roll's delete runs nothing, and its replacement (a new VM) finds the VM
+# as the stack made it.
+DYNAMIC_REBOOTS: dict[str, tuple[str, ...]] = {ROLL_KIND: ROLLED}
+"""Dynamic kinds that power-cycle a VM, and the inputs whose change does it."""
+LAB_VMS = "gpu-lab:vsphere:LabVms"
+RETIRED_KINDS = {"vsphere-vm-vgpu": "the node's roll holds the vGPU profile now: this delete leaves the vGPU on "
+                                    "its VM (components/dynamic/vgpu.py, VgpuProfileProvider.delete)"}
+"""Dynamic kinds no program registers any more, whose delete (the provider is unpickled by module and
+name, so today's code runs it) does nothing on vSphere: dropping them from a lab's state is no loss."""
 
 
 class DynamicRule(Rule):
@@ -495,9 +497,10 @@ class DynamicRule(Rule):
     def effects(self, op, old, new, inputs, paths, base: Mapping[str, Planned] | None = None):
         r = new or old
         kind = r.inputs.get("kind") if r is not None else None
+        if op == "delete" and kind in RETIRED_KINDS:
+            return []
         triggers = DYNAMIC_REBOOTS.get(str(kind), ())
-        rebooted = (op in ("replace", "delete") and kind in DYNAMIC_REBOOTS_ON_DELETE) or (
-            op == "update" and any(p[:1] and p[0] in triggers for p in paths)) or (
+        rebooted = (op == "update" and any(p[:1] and p[0] in triggers for p in paths)) or (
             op == "create" and kind == ROLL_KIND and bool(roll_converges(inputs, base or {})))
         extra = ["reboot"] if rebooted else []
         if rebooted and kind == ROLL_KIND and cluster_gone():
@@ -509,8 +512,8 @@ def roll_converges(inputs: Mapping[str, Any], base: Mapping[str, Planned]) -> li
     """The settings a new NodeRoll changes on a VM that already runs: its create converges the VM it
     finds (components/dynamic/roll.py, `differences`), powering it off and on when any differs. The VM
     is the base's VM whose managed object id (`moid`, components/vsphere/vms.py) is the roll's vmId; its
-    vGPU profile is the base's vGPU resource on that VM. [] when the VM is not in the base or its id is
-    not known yet (a new VM is created as asked)."""
+    vGPU profile is what the base says it was given. [] when the VM is not in the base or its id is not
+    known yet (a new VM is created as asked)."""
     vm_id = inputs.get("vmId")
     if not isinstance(vm_id, str) or vm_id == UNKNOWN:
         return []
@@ -518,12 +521,16 @@ def roll_converges(inputs: Mapping[str, Any], base: Mapping[str, Planned]) -> li
               None)
     if vm is None:
         return []
-    vgpu = next((b for b in base.values() if b.type == DYNAMIC_TYPE and b.inputs.get("kind") == "vsphere-vm-vgpu"
-                 and b.inputs.get("vmId") == vm_id), None)
+    # the VM's vGPU: the vGPU resource of a lab built before rolls held it, else what the last `up` gave it
+    # (the LabVms component's record of each VM, components/vsphere/vms.py `_intent`)
+    held = next((b.inputs.get("profile") for b in base.values() if b.type == DYNAMIC_TYPE
+                 and b.inputs.get("kind") == "vsphere-vm-vgpu" and b.inputs.get("vmId") == vm_id), None)
+    if held is None:
+        held = next((entry.get("vgpuProfile") for b in base.values() if b.type == LAB_VMS
+                     for entry in b.inputs.get("vms") or [] if entry.get("name") == vm.inputs.get("name")), "")
     live = {"cpus": vm.inputs.get("numCpus"), "memoryMb": vm.inputs.get("memory"),
             "memoryReservationMb": vm.inputs.get("memoryReservation"),
-            "hardwareVersion": vm.inputs.get("hardwareVersion"),
-            "vgpuProfile": vgpu.inputs.get("profile") if vgpu is not None else ""}
+            "hardwareVersion": vm.inputs.get("hardwareVersion"), "vgpuProfile": held}
     return differences(live, {k: inputs.get(k) for k in ROLLED})
 
 
