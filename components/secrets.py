@@ -2,7 +2,7 @@
 
 The pydantic model never sees these values: components receive them as Outputs, so Pulumi
 keeps them encrypted in state and masked in logs. Keys (all set with
-`pulumi config set --secret ...`, see the README):
+`pulumi config set --secret ...`, docs/runbook.md, step 6):
 
 | attribute | config key | used by |
 |---|---|---|

@@ -83,7 +83,7 @@ var readMethods = map[string]bool{
 	"DestroyPropertyCollector": true, "WaitForUpdates": true, "WaitForUpdatesEx": true,
 	"CheckForUpdates": true, "CancelWaitForUpdates": true, "ContinueRetrievePropertiesEx": true,
 	"CancelRetrievePropertiesEx": true,
-	"CreateContainerView": true, "CreateListView": true, "CreateListViewFromView": true,
+	"CreateContainerView":        true, "CreateListView": true, "CreateListViewFromView": true,
 	"CreateInventoryView": true, "DestroyView": true,
 	"HasPrivilegeOnEntity": true, "HasPrivilegeOnEntities": true, "HasUserPrivilegeOnEntities": true,
 }

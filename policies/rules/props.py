@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pulumi_policy import Secret
-from pulumi_policy.proxy import (
+
+# SIG_KEY, SECRET_SIG, decode and keep_secret_markers are read from here by the pack and the tests
+from .pulumi_policy_internals import (  # noqa: F401
+    SECRET_SIG,
+    SIG_KEY,
     UNKNOWN_ARCHIVE_VALUE,
     UNKNOWN_ARRAY_VALUE,
     UNKNOWN_ASSET_VALUE,
@@ -34,10 +38,9 @@ from pulumi_policy.proxy import (
     UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
+    decode,
+    request_memo,
 )
-
-# SIG_KEY, SECRET_SIG, decode and keep_secret_markers are read from here by the pack and the tests
-from .pulumi_policy_internals import SECRET_SIG, SIG_KEY, decode, request_memo  # noqa: F401
 from .pulumi_policy_internals import install as keep_secret_markers  # noqa: F401
 
 _UNKNOWN_SENTINELS = frozenset({

@@ -57,6 +57,16 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Secret
+from pulumi_policy.proxy import (  # noqa: F401 - read by the rules' property reader (props.py)
+    UNKNOWN_ARCHIVE_VALUE,
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_ASSET_VALUE,
+    UNKNOWN_BOOLEAN_VALUE,
+    UNKNOWN_NUMBER_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    UnknownValueError,
+)
 
 CHECKED_VERSION = "1.21.0"
 
