@@ -90,6 +90,8 @@ CREATE_CALLS: dict[str, tuple[str, ...]] = {
     "vsphere-host-module-options": ("UpdateModuleOptionString",),
     # a running VM is shut down, reconfigured and powered on again (hostops.set_vgpu_profile)
     "vsphere-vm-vgpu": ("ShutdownGuest", "ReconfigVM_Task", "PowerOnVM_Task"),
+    # a new VM's roll gives it its vGPU profile the same way (roll.py, _first_boot); without one, no call
+    "vsphere-vm-roll": ("ShutdownGuest", "ReconfigVM_Task", "PowerOnVM_Task"),
 }
 
 
@@ -99,6 +101,8 @@ def method_delay_flag(scale: float) -> str:
 
 def create_seconds(resource, scale: float) -> float:
     kind = resource.inputs.get("kind") if resource.type == "pulumi-python:dynamic:Resource" else resource.type
+    if kind == "vsphere-vm-roll" and not resource.inputs.get("vgpuProfile"):
+        return 0.0
     return sum(DELAYS[m][0] for m in CREATE_CALLS.get(kind, ())) * scale / 1000
 
 

@@ -38,3 +38,14 @@ def test_every_delayed_call_has_a_source_and_every_create_call_a_delay():
     assert all(ms > 0 and source for ms, source in DELAYS.values())
     assert {m for calls in CREATE_CALLS.values() for m in calls} <= set(DELAYS)
     assert method_delay_flag(0.5).split(",")[0] == "CloneVM_Task:60000"
+
+
+def test_a_new_worker_s_roll_gives_it_its_vgpu_profile():
+    roll = res("w1-roll", DYNAMIC, "w1", kind="vsphere-vm-roll")
+    roll.inputs["vgpuProfile"] = "grid_v100-8c"
+    cp_roll = res("cp-roll", DYNAMIC, "cp", kind="vsphere-vm-roll")  # no profile: nothing to change
+    resources = [res("vds", "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"),
+                 res("pg", "vsphere:index/distributedPortGroup:DistributedPortGroup", "vds"),
+                 res("cp", VM), res("w1", VM, "pg"), roll, cp_roll]
+    assert critical_path(resources, scale=1) == (186.5, ["vds", "pg", "w1", "w1-roll"])
+    assert critical_path(resources[:4] + [cp_roll], scale=1)[0] == 149.0
