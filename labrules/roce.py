@@ -15,9 +15,15 @@ DEFAULT_PFC_PRIORITY = 3
 DEFAULT_TRAFFIC_CLASS = 3
 DEFAULT_ECN_MIN_KB = 150
 DEFAULT_ECN_MAX_KB = 1500
+# A threshold is a queue depth in KB: 0 would mark from an empty queue.
+ECN_MIN_KB_FLOOR = 1
 
 # Largest MTU a Spectrum switch port takes (Onyx and Cumulus: 9216).
 SWITCH_MAX_MTU = 9216
+
+
+def ecn_thresholds_positive(min_kb: int, max_kb: int) -> bool:
+    return min_kb >= ECN_MIN_KB_FLOOR and max_kb >= ECN_MIN_KB_FLOOR
 
 
 def ecn_thresholds_ordered(min_kb: int, max_kb: int) -> bool:

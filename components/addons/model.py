@@ -69,6 +69,11 @@ class SriovConfig(Model):
     )
 
 
+DEFAULT_POD_ADDRESSES_PER_NODE = 8
+"""One RDMA pod per GPU of an 8-GPU node: the block each node gets, fixed, so that adding or removing a
+worker moves no other node's range (nv-ipam keeps a node's range only while the block size stays)."""
+
+
 class NetworkConfig(Model):
     enabled: bool = False
     mode: Literal["pvrdma", "sriov"] | None = Field(
@@ -78,6 +83,10 @@ class NetworkConfig(Model):
                                                                "with pvrdma, any device with sriov)")
     pod_pool: Cidr | None = Field(default=None, description="pod addresses on the RDMA network (pvrdma); "
                                                                "default: the upper half of vsphere.networks.rdma.cidr")
+    pod_addresses_per_node: int = Field(
+        default=DEFAULT_POD_ADDRESSES_PER_NODE, ge=2,
+        description="addresses nv-ipam gives each node out of each pool (its perNodeBlockSize); keep it once "
+                    "RDMA pods run: a change hands every node a new range while running pods keep their addresses")
     sriov: SriovConfig = SriovConfig()
 
 

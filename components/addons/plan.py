@@ -134,6 +134,8 @@ class NetworkPlan:
     rdma_mtu: int | None
     """The vSphere RDMA network's MTU, None on bare metal."""
     pod_pool: ipaddress.IPv4Network | None
+    pod_addresses_per_node: int
+    """nv-ipam's perNodeBlockSize of every pool: fixed, never the pool divided by the nodes."""
     num_vfs: int
     rails: tuple[SriovRail, ...]
 
@@ -218,7 +220,7 @@ def addons_plan(lab: AddonsLab) -> AddonsPlan:
         network=NetworkPlan(
             enabled=net.enabled, mode=network_mode(lab), interface=net.interface, ib_device=net.ib_device,
             rdma_cidr=rdma_cidr(lab), rdma_mtu=lab.vsphere.rdma_mtu if lab.vsphere else None,
-            pod_pool=pod_pool(lab), num_vfs=net.sriov.num_vfs,
+            pod_pool=pod_pool(lab), pod_addresses_per_node=net.pod_addresses_per_node, num_vfs=net.sriov.num_vfs,
             rails=tuple(SriovRail(r.pf_name, r.vlan, r.network_name, r.resource_name, r.cidr)
                         for r in net.sriov.rails)),
         jobs=JobsPlan(

@@ -131,21 +131,19 @@ def nic_cluster_policy(openshift: bool, mirror: MirrorPlan | None = None) -> dic
             "metadata": metadata("nic-cluster-policy", annotations=NIC_CLUSTER_POLICY_READY), "spec": spec}
 
 
-def per_node_block(pool: ipaddress.IPv4Network, nodes: int) -> int:
-    """Addresses nv-ipam hands each node out of the pool."""
-    return max(2, (pool.num_addresses - 2) // max(nodes, 1))
-
-
 def on_nodes(nodes: list[str]) -> dict[str, Any]:
     """Node selector matching exactly the GPU workers."""
     return {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}
 
 
-def ip_pool(name: str, subnet: ipaddress.IPv4Network, nodes: list[str], exclude: list[str]) -> dict[str, Any]:
-    # nv-ipam carves one block per selected node: select only the workers, or the control
-    # plane's blocks would eat the pool.
-    spec: dict[str, Any] = {"subnet": str(subnet), "perNodeBlockSize": per_node_block(subnet, len(nodes)),
+def ip_pool(name: str, subnet: ipaddress.IPv4Network, nodes: list[str], exclude: list[str],
+            block: int) -> dict[str, Any]:
+    # nv-ipam carves one block per selected node: select only the workers, or the control plane's blocks
+    # would eat the pool. The block size is fixed: nv-ipam keeps a node's range only while it stays
+    # (Mellanox/nvidia-k8s-ipam, pkg/ipam-controller/allocator/allocator.go: a range of another size is
+    # dropped and every node gets a new one, while running pods keep their addresses).
+    spec: dict[str, Any] = {"subnet": str(subnet), "perNodeBlockSize": block,
                             "defaultGateway": False, "nodeSelector": on_nodes(nodes)}
     inside = [a for a in exclude if ipaddress.IPv4Address(a) in subnet]
     if inside:
@@ -290,7 +288,7 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
         pool = addons.network.pod_pool
         if pool is None:  # check() reports a missing pool before anything is built
             raise ValueError("addons.network.podPool: no pod address pool on the RDMA network")
-        out["pools"].append(ip_pool("rdma-pool", pool, nodes, static))
+        out["pools"].append(ip_pool("rdma-pool", pool, nodes, static, addons.network.pod_addresses_per_node))
         master = addons.network.interface
         out["networks"] += [
             network_attachment(PVRDMA_NETWORK, workload_namespace, macvlan_config(
@@ -308,7 +306,8 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
     for rail in net.rails:
         pool_name = f"{rail.network_name}-pool"
         out["policy"].append(sriov_node_policy(rail, net.num_vfs))
-        out["pools"].append(ip_pool(pool_name, ipaddress.IPv4Network(rail.cidr), nodes, static))
+        out["pools"].append(ip_pool(pool_name, ipaddress.IPv4Network(rail.cidr), nodes, static,
+                                    net.pod_addresses_per_node))
         out["networks"].append(sriov_network(rail.network_name, rail, workload_namespace,
                                              {"type": "nv-ipam", "poolName": pool_name}))
     out["networks"].append(sriov_network(plan.static_network, net.rails[0], workload_namespace,

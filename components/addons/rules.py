@@ -99,10 +99,24 @@ def _pvrdma_problems(lab: AddonsLab, nodes: list[str]) -> list[Problem]:
         if ipaddress.IPv4Address(address) in pool:
             p.append(Problem("addons.network.podPool",
                              f"{pool} contains {address} of {owner}; pick a range the hosts and VMs do not use"))
-    if nodes and (pool.num_addresses - 2) // len(nodes) < 2:
-        p.append(Problem("addons.network.podPool",
-                         f"{pool} is too small for {len(nodes)} nodes; give each node at least 2 addresses"))
+    p += _pool_capacity_problems(lab, "addons.network.podPool", pool, nodes)
     return p
+
+
+def pool_blocks(pool: ipaddress.IPv4Network, block: int) -> int:
+    """How many nodes nv-ipam can give a block of `block` addresses out of `pool` (network and broadcast
+    addresses aside)."""
+    return (pool.num_addresses - 2) // block
+
+
+def _pool_capacity_problems(lab: AddonsLab, key: str, pool: ipaddress.IPv4Network, nodes: list[str]) -> list[Problem]:
+    block = lab.addons.network.pod_addresses_per_node
+    if not nodes or pool_blocks(pool, block) >= len(nodes):
+        return []
+    return [Problem("addons.network.podAddressesPerNode",
+                    f"{block} addresses for each of {len(nodes)} nodes do not fit {key} {pool} "
+                    f"({pool.num_addresses - 2} addresses, {pool_blocks(pool, block)} blocks): give a larger pool, "
+                    f"or a smaller block before any RDMA pod runs")]
 
 
 def _sriov_problems(lab: AddonsLab) -> list[Problem]:
@@ -114,6 +128,8 @@ def _sriov_problems(lab: AddonsLab) -> list[Problem]:
             p.append(Problem("addons.network.sriov.rails", f"{key} {value!r} is used by more than one rail; "
                                                            "each rail needs its own (one NIC per subnet)"))
     nets = [ipaddress.IPv4Network(r.cidr) for r in rails]
+    for i, net in enumerate(nets):
+        p += _pool_capacity_problems(lab, f"addons.network.sriov.rails[{i}].cidr", net, worker_nodes(lab))
     for i, a in enumerate(nets):
         for b in nets[i + 1:]:
             if a.overlaps(b):

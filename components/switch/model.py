@@ -20,6 +20,7 @@ from labrules.roce import (
     DEFAULT_ECN_MIN_KB,
     DEFAULT_PFC_PRIORITY,
     DEFAULT_TRAFFIC_CLASS,
+    ECN_MIN_KB_FLOOR,
     PFC_PRIORITY_MAX,
     PFC_PRIORITY_MIN,
     SWITCH_MAX_MTU,
@@ -64,9 +65,9 @@ class RoceSettings(Model):
 
     traffic_class: int = Field(default=DEFAULT_TRAFFIC_CLASS, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX,
                                description="egress traffic class (queue) that carries RoCE and gets ECN marking")
-    ecn_min_kb: int = Field(default=DEFAULT_ECN_MIN_KB, ge=1,
+    ecn_min_kb: int = Field(default=DEFAULT_ECN_MIN_KB, ge=ECN_MIN_KB_FLOOR,
                             description="queue depth (KB) where ECN marking starts")
-    ecn_max_kb: int = Field(default=DEFAULT_ECN_MAX_KB, ge=1,
+    ecn_max_kb: int = Field(default=DEFAULT_ECN_MAX_KB, ge=ECN_MIN_KB_FLOOR,
                             description="queue depth (KB) where every ECN-capable packet is marked")
     pfc_mode: Literal["lossless", "lossy"] = Field(
         default="lossless", description="lossless: PFC + ECN; lossy: ECN only, as in the guide")

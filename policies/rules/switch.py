@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from labrules.roce import DEFAULT_ECN_MAX_KB, DEFAULT_ECN_MIN_KB, ecn_thresholds_ordered
+from labrules.roce import (
+    DEFAULT_ECN_MAX_KB,
+    DEFAULT_ECN_MIN_KB,
+    ECN_MIN_KB_FLOOR,
+    ecn_thresholds_ordered,
+    ecn_thresholds_positive,
+)
 
 from .declare import MANDATORY, resource_policy, stack_policy
 from .props import (
@@ -37,8 +43,9 @@ def check_ecn_min_below_max(args, report_violation) -> None:
     if low is UNKNOWN or high is UNKNOWN or low is None or high is None:
         return
     name = _switch_name(p, args.name)
-    if low < 0 or high <= 0:
-        report_violation(f"switch {name!r} has ECN thresholds {low}/{high} KB; both must be positive")
+    if not ecn_thresholds_positive(low, high):
+        report_violation(f"switch {name!r} has ECN thresholds {low}/{high} KB; both must be at least "
+                         f"{ECN_MIN_KB_FLOOR} KB")
     elif not ecn_thresholds_ordered(low, high):
         report_violation(
             f"switch {name!r} starts ECN marking at {low} KB but its maximum is {high} KB; the minimum must be "

@@ -121,7 +121,6 @@ def test_pvrdma_needs_vsphere():
     ("10.0.0.0/24", "not inside the RDMA network"),
     ("192.168.0.0/26", "contains 192.168.0.24 of host esx01"),
     ("192.168.0.48/28", "contains 192.168.0.51 of VM w01"),
-    ("192.168.0.252/30", "too small for 4 nodes"),
 ])
 def test_pod_pool_stays_clear_of_the_lab(pool, words):
     found = problems({"network": {"enabled": True, "podPool": pool}})
@@ -201,3 +200,32 @@ def test_a_docker_config_passes():
 def test_registry_auth_is_checked_only_where_the_add_ons_use_it():
     assert "registryAuth" in lab_with(full_addons()).secret_format_rules()
     assert "registryAuth" not in lab_with({"nfd": {"enabled": True}}).secret_format_rules()
+
+
+# ---------------------------------------------------------------- nv-ipam's block per node
+
+
+def test_adding_a_worker_leaves_every_pools_block_size():
+    """nv-ipam keeps a node's range only while the pool's perNodeBlockSize stays (Mellanox/nvidia-k8s-ipam at
+    network-operator-v26.4.1, pkg/ipam-controller/allocator/allocator.go): the block is fixed, never the pool
+    divided among the workers."""
+    from addons_harness import by_name, run_addons
+
+    four = by_name(run_addons(full_addons()), "IPPool", "rdma-pool")["spec"]
+    vsphere = copy.deepcopy(VSPHERE)
+    vsphere["workers"]["names"] = [*vsphere["workers"]["names"], "w05"]
+    five = by_name(run_addons(full_addons(), vsphere=vsphere), "IPPool", "rdma-pool")["spec"]
+    assert five["perNodeBlockSize"] == four["perNodeBlockSize"] == 8
+    assert five["nodeSelector"] != four["nodeSelector"]
+
+
+@pytest.mark.parametrize("block, fits", [(31, True), (32, False)])
+def test_the_blocks_must_fit_the_pool(block, fits):
+    # 192.168.0.128/25 holds 126 addresses: four blocks of 31, not of 32
+    addons = {"network": {"enabled": True, "podPool": "192.168.0.128/25", "podAddressesPerNode": block}}
+    if fits:
+        lab_with(addons)
+        return
+    assert problems(addons)["addons.network.podAddressesPerNode"] == (
+        "32 addresses for each of 4 nodes do not fit addons.network.podPool 192.168.0.128/25 (126 addresses, "
+        "3 blocks): give a larger pool, or a smaller block before any RDMA pod runs")

@@ -55,8 +55,8 @@ def test_ip_pool_hands_out_the_pod_range(full_run):
     assert pool["metadata"]["namespace"] == "nvidia-network-operator"
     workers = ["w01", "w02", "w03", "w04"]
     assert pool["spec"] == {
-        "subnet": "192.168.0.128/25", "perNodeBlockSize": 31, "defaultGateway": False,
-        # blocks for the GPU workers only: 4 x 31 fits the 126 usable addresses
+        "subnet": "192.168.0.128/25", "perNodeBlockSize": 8, "defaultGateway": False,
+        # blocks for the GPU workers only, of the fixed size (addons.network.podAddressesPerNode)
         "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
             {"key": "kubernetes.io/hostname", "operator": "In", "values": workers}]}]},
         "exclusions": [{"startIP": "192.168.0.253", "endIP": "192.168.0.253"},
@@ -113,7 +113,7 @@ def test_sriov_networks_one_per_rail_vlan(baremetal_run):
     assert json.loads(static["spec"]["capabilities"]) == {"ips": True}
     assert json.loads(static["spec"]["ipam"]) == {"type": "static"} and static["spec"]["vlan"] == 111
     pool = by_name(baremetal_run, "IPPool", "sriov111-pool")
-    assert pool["spec"]["subnet"] == "10.10.11.0/24" and pool["spec"]["perNodeBlockSize"] == 127
+    assert pool["spec"]["subnet"] == "10.10.11.0/24" and pool["spec"]["perNodeBlockSize"] == 8
 
 
 def test_mpijob_shape(full_run):

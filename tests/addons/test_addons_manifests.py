@@ -16,7 +16,7 @@ from components.addons.gpu import render_gridd_conf
 from components.addons.jobs import ib_write_bw_command
 from components.addons.mpi import mpirun
 from components.addons.plan import addons_plan
-from components.addons.rdma import macvlan_config, per_node_block, rdma_shared_device_config
+from components.addons.rdma import macvlan_config, rdma_shared_device_config
 from components.addons.render import render_files
 from components.config import load_lab
 
@@ -88,13 +88,6 @@ def test_rdma_shared_device_plugin_selects_the_pvrdma_function():
     (entry,) = config["configList"]
     assert entry["resourceName"] == "pvrdma"
     assert entry["selectors"] == {"vendors": ["15ad"], "deviceIDs": ["0820"]}
-
-
-def test_per_node_blocks_fit_the_pool():
-    import ipaddress
-    pool = ipaddress.IPv4Network("192.168.0.128/26")
-    assert per_node_block(pool, 4) == 15
-    assert per_node_block(pool, 4) * 4 <= pool.num_addresses - 2
 
 
 def test_ib_write_bw_commands_are_the_guides():

@@ -107,8 +107,11 @@ def test_a_gpu_operator_values_change_is_a_restart(lab):
     assert found["addons-gpu-operator"] == ("update", ["restart"])
 
 
-def test_an_add_on_edit_that_restarts_nothing_has_no_restart(lab):
+def test_a_new_pod_pool_restarts_nothing_and_moves_the_rdma_pods_addresses(lab):
+    # nv-ipam hands every node a range of the new subnet while running pods keep theirs: `network`, gated
     config, base = lab
     edited = builders.with_value(config, "gpu-lab:addons.network.podPool", "192.168.0.192/26")
     found = _effects(base, run_program(edited, deployed=base))
-    assert found == {"addons-ippool-rdma-pool": ("update", [])}
+    assert found == {"addons-ippool-rdma-pool": ("update", ["network"])}
+    resized = builders.with_value(config, "gpu-lab:addons.network.podAddressesPerNode", 4)
+    assert _effects(base, run_program(resized, deployed=base)) == {"addons-ippool-rdma-pool": ("update", ["network"])}

@@ -91,7 +91,9 @@ def test_bootstrap_backend_during_install_is_expected(lab):
                 "the maximum (the guide uses 150 / 1500)"),
     (500, 500, "switch 'sw01' starts ECN marking at 500 KB but its maximum is 500 KB; the minimum must be below "
                "the maximum (the guide uses 150 / 1500)"),
-    (-1, 100, "switch 'sw01' has ECN thresholds -1/100 KB; both must be positive"),
+    (-1, 100, "switch 'sw01' has ECN thresholds -1/100 KB; both must be at least 1 KB"),
+    # the configuration check's floor (components/switch/model.py, labrules.roce.ECN_MIN_KB_FLOOR): 0 too
+    (0, 100, "switch 'sw01' has ECN thresholds 0/100 KB; both must be at least 1 KB"),
 ])
 def test_misordered_ecn_thresholds_are_refused(lab, low, high, message):
     props(lab, "sw01").update(ecnMinKb=low, ecnMaxKb=high)

@@ -575,7 +575,15 @@ def rule_for(type_token: str) -> Rule:
 
 
 _MIGRATE = {t: [parse_path(p) for p in paths] for t, paths in MIGRATE_INPUTS.items()}
-_NETWORK = {t: [parse_path(p) for p in paths] for t, paths in NETWORK_INPUTS.items()}
+POD_NETWORK_INPUTS: dict[str, tuple[str, ...]] = {
+    # Mellanox/nvidia-k8s-ipam at network-operator-v26.4.1, pkg/ipam-controller/allocator/allocator.go: a
+    # node's range of another block size fails the check and is dropped, and every node gets a new range
+    # from the start of the subnet, while running pods keep their addresses (each node checks only its
+    # own store, pkg/ipam-node/store/store.go): new pods may take addresses running pods hold.
+    "kubernetes:nv-ipam.nvidia.com/v1alpha1:IPPool": ("spec.perNodeBlockSize", "spec.subnet"),
+}
+"""Kubernetes objects whose in-place update moves the RDMA pods' addresses."""
+_NETWORK = {t: [parse_path(p) for p in paths] for t, paths in {**NETWORK_INPUTS, **POD_NETWORK_INPUTS}.items()}
 
 
 def lab_effects(type_token: str, paths: list[Path_]) -> list[str]:
