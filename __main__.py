@@ -16,7 +16,6 @@ install_program_patches()  # before any resource: see components/sdk_internals.p
 
 from components.addons.component import ClusterAddons, ClusterAddonsArgs
 from components.addons.mpi import operator_manifest
-from components.addons.plan import addons_plan
 from components.addons.shipped import ManifestError
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
@@ -101,7 +100,7 @@ def main() -> None:
 
     if lab.addons.any_enabled:
         ClusterAddons("addons", ClusterAddonsArgs(
-            addons=addons_plan(plan.addons),
+            addons=plan.addons,
             secrets=secrets,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
             # Deleted before the nodes are drained and the VMs go.

@@ -32,6 +32,7 @@ import pulumi
 from pydantic import Field, TypeAdapter, ValidationError
 
 from components.addons.model import AddonsConfig
+from components.addons.plan import AddonsLab
 from components.addons.rules import check as check_addons
 from components.addons.rules import registry_auth_problems
 from components.addons.rules import required_secrets as addons_required_secrets
@@ -79,6 +80,11 @@ class LabConfig(Model):
         """The facts the sections share, derived once from the validated sections (components/lab_plan.py)."""
         return plan_lab(self.vsphere, self.openshift, self.switches, self.addons, self.mirror)
 
+    @cached_property
+    def addons_lab(self) -> AddonsLab:
+        """The add-ons section and the facts of the lab plan its rules read."""
+        return AddonsLab(self.addons, self.plan.vsphere, self.plan.addons.openshift, self.plan.addons.mirror)
+
     def hosts(self) -> list[PlannedHost]:
         """Worker ESXi hosts with their RDMA uplinks and vmk address (empty without vSphere)."""
         return list(self.plan.hosts)
@@ -108,7 +114,7 @@ class LabConfig(Model):
             ]
         if self.switches:
             needed.append(("switch_passwords", "switches are configured"))
-        return needed + addons_required_secrets(self.plan.addons)
+        return needed + addons_required_secrets(self.addons_lab)
 
     def secret_format_rules(self) -> dict[str, SecretRule]:
         """gpu-lab secret key -> the consumer's own format check, for the secrets it parses."""
@@ -134,7 +140,7 @@ def _switch_rules(lab: LabConfig) -> list[Problem]:
 
 
 def _addons_rules(lab: LabConfig) -> list[Problem]:
-    return check_addons(lab.plan.addons)
+    return check_addons(lab.addons_lab)
 
 
 # The sections each section's rules read (a rule runs only when all of them are sound); the

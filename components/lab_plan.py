@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.addons.model import AddonsConfig
-from components.addons.plan import AddonsLab
+from components.addons.plan import AddonsLab, AddonsPlan, addons_plan
 from components.facts import PlannedHost, PlannedVm, VsphereFacts
 from components.mirror import MirrorConfig, mirror_plan
 from components.openshift.model import OpenShiftConfig
@@ -32,8 +32,8 @@ class LabPlan:
     """What LabVms builds; None without the vsphere section."""
     cluster: ClusterPlan | None
     """The OpenShift cluster with every node resolved; None without the openshift section."""
-    addons: AddonsLab
-    """The add-ons section and what it reads of the rest of the lab."""
+    addons: AddonsPlan
+    """What ClusterAddons and `make render` read: the add-ons with what they read of the rest of the lab."""
     switches: tuple[SwitchPlan, ...]
     rdma_lossless: bool
     """Whether the hosts send pause frames: only when every switch runs RoCE lossless (PFC)."""
@@ -63,7 +63,7 @@ def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,
         roce_fabric=fabric,
         lab_vms=vms,
         cluster=cluster_plan(openshift, facts, mirrored) if openshift is not None else None,
-        addons=AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None, mirror=mirrored),
+        addons=addons_plan(AddonsLab(addons=addons, vsphere=facts, openshift=openshift is not None, mirror=mirrored)),
         switches=tuple(switch_plan(s, facts) for s in switches),
         rdma_lossless=all(s.roce.pfc_mode == "lossless" for s in switches),
     )

@@ -70,7 +70,6 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
                secrets: dict[str, str | None] | None = None, kubeconfig: str | None = PLACEHOLDER) -> Run:
     """ClusterAddons alone under mocks; returns what it registered."""
     from components.addons.component import ClusterAddons, ClusterAddonsArgs
-    from components.addons.plan import addons_plan
 
     sections: dict[str, Any] = {"addons": copy.deepcopy(addons)}
     if vsphere is True:
@@ -78,7 +77,7 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
     elif vsphere:
         sections["vsphere"] = vsphere
     # The add-ons only ask whether OpenShift is there; its own section is tested elsewhere.
-    addons_lab = dataclasses.replace(load_lab(sections).plan.addons, openshift=openshift)
+    planned = dataclasses.replace(load_lab(sections).plan.addons, openshift=openshift)
     values = default_secrets() if secrets is None else secrets
 
     monitor = RecordingMonitor(LabMocks())
@@ -86,7 +85,7 @@ def run_addons(addons: dict[str, Any], *, vsphere: Any = True, openshift: bool =
     def program() -> None:
         lab_secrets = LabSecrets(**{k: pulumi.Output.secret(v) for k, v in values.items() if v is not None})
         ClusterAddons("addons", ClusterAddonsArgs(
-            addons=addons_plan(addons_lab), secrets=lab_secrets,
+            addons=planned, secrets=lab_secrets,
             kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None))
 
     run_under_mocks(program, monitor)

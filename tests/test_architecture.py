@@ -16,11 +16,17 @@ The SDK boundary: Pulumi's and pulumi-policy's internals are touched in one modu
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 from pathlib import Path
 
+import builders
 import pulumi_policy
+import pydantic
 import pytest
+
+from components.addons.model import AddonsConfig
+from components.config import gpu_lab_sections, load_lab
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("labrules", "components", "policies", "tools")
@@ -201,6 +207,35 @@ def test_a_component_importing_a_raw_model_would_be_found():
         ("components.roce.host", "components.vsphere.model"),  # another package's component
         ("components.vsphere.vms", "components.vsphere.model"),  # the section's own component
     ]
+
+
+def _pydantic_values(value: object, path: str) -> list[str]:
+    """The paths under `value` (dataclass fields, tuples, lists, dicts) holding a pydantic model."""
+    if isinstance(value, pydantic.BaseModel):
+        return [path]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [found for f in dataclasses.fields(value)
+                for found in _pydantic_values(getattr(value, f.name), f"{path}.{f.name}")]
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return [found for i, item in enumerate(value) for found in _pydantic_values(item, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _pydantic_values(item, f"{path}[{key!r}]")]
+    return []
+
+
+@pytest.mark.parametrize("stack", [builders.lab_stack, builders.baremetal_stack])
+def test_the_lab_plan_holds_no_raw_model(stack):
+    # The components read the lab plan; a raw section in it would let one decide a fact again.
+    plan = load_lab(gpu_lab_sections(stack())).plan
+    assert _pydantic_values(plan, "plan") == []
+
+
+def test_a_raw_model_in_a_plan_would_be_found():
+    @dataclasses.dataclass(frozen=True)
+    class Holder:
+        parts: tuple[object, ...]
+
+    assert _pydantic_values(Holder((1, {"k": AddonsConfig()})), "plan") == ["plan.parts[1]['k']"]
 
 
 # ---------------------------------------------------------------- no arrow up inside components/

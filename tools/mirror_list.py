@@ -25,12 +25,11 @@ https://docs.redhat.com/en/documentation/openshift_container_platform/4.20/html/
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from typing import Any
 import yaml
 
 from components.addons import bitfusion, gpu, rdma, versions
-from components.addons.plan import AddonsLab, AddonsPlan, addons_plan
+from components.addons.plan import PVRDMA_RESOURCE, AddonsPlan
 from components.config import gpu_lab_sections, load_lab
 from components.model import ConfigError
 from tools.stackfile import load_stack_config
@@ -163,7 +162,7 @@ def mirror_list(addons: AddonsPlan, binary: Path = CHART_RENDER) -> tuple[list[C
     if addons.network.enabled:
         images |= images_of(rdma.nic_cluster_policy(addons.openshift))
         if addons.network.mode == "pvrdma":
-            images |= _images(rdma.rdma_shared_device_plugin(rdma.PVRDMA_RESOURCE))
+            images |= _images(rdma.rdma_shared_device_plugin(PVRDMA_RESOURCE))
     if addons.bitfusion.enabled:
         images |= _images([*bitfusion.device_plugin(), *bitfusion.webhook(addons.openshift)])
         images.add(f"{versions.BITFUSION_IMAGE_REPO}/bitfusion-client:{versions.BITFUSION_K8S}")
@@ -189,9 +188,9 @@ def image_set(charts: list[Chart], images: list[str]) -> dict[str, Any]:
                                   for url, cs in repositories.items()]}}}
 
 
-def source_plan(lab: AddonsLab) -> AddonsPlan:
-    """The add-ons plan as the public sources name it: the stack's, with the mirror taken out."""
-    return addons_plan(dataclasses.replace(lab, mirror=None))
+def source_plan(sections: Mapping[str, Any]) -> AddonsPlan:
+    """The add-ons plan as the public sources name it: the lab plan's of the stack's sections without the mirror."""
+    return load_lab({key: value for key, value in sections.items() if key != "mirror"}).plan.addons
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("plain", "oc-mirror"), default="plain")
     args = parser.parse_args(argv)
     try:
-        lab = load_lab(gpu_lab_sections(load_stack_config(args.stack, args.stack_file)))
-        charts, images = mirror_list(source_plan(lab.plan.addons))
+        sections = gpu_lab_sections(load_stack_config(args.stack, args.stack_file))
+        load_lab(sections)  # the stack as given is sound, mirror included
+        charts, images = mirror_list(source_plan(sections))
     except (ConfigError, RenderError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -17,7 +17,6 @@ from typing import Any
 
 import yaml
 
-from components.addons.plan import addons_plan
 from components.addons.render import render_files as render_addons
 from components.config import gpu_lab_sections, load_lab
 from components.model import ConfigError, whole_numbers
@@ -42,7 +41,7 @@ def rendered_sections(config: dict[str, Any]) -> dict[str, str]:
     if plan.cluster is not None:
         files.update(render_openshift(plan.cluster))
     files.update(render_switch(list(plan.switches)))
-    files.update(render_addons(addons_plan(plan.addons)))
+    files.update(render_addons(plan.addons))
     return files
 
 

@@ -375,12 +375,11 @@ def render_table(rows: list[Row]) -> str:
 
 def stack_line_rate(stack: str, path: Path | None = None) -> tuple[int, float, str]:
     """(RDMA NICs per GPU node, Gb/s of each, where that comes from) for a stack's planned nodes."""
-    from components.addons.plan import network_mode
     from components.config import gpu_lab_sections, load_lab
     from tools.stackfile import load_stack_config
 
     lab = load_lab(gpu_lab_sections(load_stack_config(stack, path)))
-    if network_mode(lab.plan.addons) == "sriov":
+    if lab.plan.addons.network.mode == "sriov":
         rails = lab.addons.network.sriov.rails
         # the slowest rail bounds what an all-reduce over every rail can reach per NIC
         link = min(r.link_gbps for r in rails)

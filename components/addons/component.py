@@ -21,7 +21,7 @@ from components.addons.jobs import acceptance_access, deploy_jobs
 from components.addons.kube import Kube, role_of
 from components.addons.mpi import deploy_mpi_operator
 from components.addons.plan import AddonsPlan
-from components.addons.rdma import deploy_network, rdma_plan
+from components.addons.rdma import deploy_network
 from components.secrets import LabSecrets
 
 
@@ -99,7 +99,7 @@ class ClusterAddons(pulumi.ComponentResource):
         plan = None
         network: list[pulumi.Resource] = []
         if addons.network.enabled:
-            plan = rdma_plan(addons)
+            plan = addons.rdma
             # The network operator's NodeFeatureRules need the NFD CRDs of whichever release brings NFD.
             labels = gpu if addons.nfd_source == "gpuOperator" else nfd
             network = deploy_network(kube, addons, workload_ns, [labels, workloads])

@@ -1,18 +1,25 @@
 """The add-ons' facts: what the rules read of the lab (AddonsLab), and what the components read (AddonsPlan).
 
 Each derived fact (which release brings NFD, the RDMA network mode, the worker nodes, the pod
-pool, the ib_write_bw addresses) is decided here once; the components take an AddonsPlan,
-computed from a validated AddonsLab by addons_plan.
+pool, the ib_write_bw addresses, what a pod needs of the RDMA network) is decided here once; the
+lab plan (components/lab_plan.py) carries the AddonsPlan addons_plan makes of a validated AddonsLab,
+and the components and tools read that.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 
 from components.addons.model import AddonsConfig
 from components.facts import VsphereFacts
 from components.mirror import MirrorPlan
+
+PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
+PVRDMA_NETWORK = "rdma-net"
+PVRDMA_STATIC_NETWORK = "rdma-static"
+SRIOV_RESOURCE_PREFIX = "nvidia.com"
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,45 @@ class NetworkPlan:
 
 
 @dataclass(frozen=True)
+class RdmaPlan:
+    """What a pod needs to use the RDMA network, whichever design provides it."""
+
+    mode: str
+    networks: tuple[str, ...]
+    static_network: str
+    static_prefix: int
+    resources: tuple[tuple[str, int], ...]
+    ib_device: str | None
+    mtu: int
+
+    @property
+    def limits(self) -> dict[str, int]:
+        return dict(self.resources)
+
+    def annotation(self) -> str:
+        """`k8s.v1.cni.cncf.io/networks` value for pods on every RDMA network."""
+        return ",".join(self.networks)
+
+    def static_annotation(self, address: str) -> str:
+        """Network selection asking for a fixed address on the static attachment."""
+        return json.dumps([{"name": self.static_network, "ips": [f"{address}/{self.static_prefix}"]}])
+
+
+def rdma_plan(net: NetworkPlan) -> RdmaPlan:
+    """What pods need of the RDMA network the add-ons' network plan describes."""
+    cidr = net.rdma_cidr
+    static_prefix = cidr.prefixlen if cidr else 24
+    if net.mode == "pvrdma":
+        mtu = net.rdma_mtu if net.rdma_mtu is not None else 9000
+        return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
+                        ((f"rdma/{PVRDMA_RESOURCE}", 1),), net.ib_device or "vmw_pvrdma0", mtu)
+    rails = net.rails
+    return RdmaPlan("sriov", tuple(r.network_name for r in rails), f"{rails[0].network_name}-static",
+                    static_prefix, tuple((f"{SRIOV_RESOURCE_PREFIX}/{r.resource_name}", 1) for r in rails),
+                    net.ib_device, 9000)
+
+
+@dataclass(frozen=True)
 class JobImages:
     cuda: str
     nccl_tests: str
@@ -194,6 +240,8 @@ class AddonsPlan:
     network: NetworkPlan
     jobs: JobsPlan
     bitfusion: BitfusionPlan
+    rdma: RdmaPlan | None
+    """What pods need of the RDMA network; None with the network add-on off."""
     mirror: MirrorPlan | None = None
     """Where every chart and image comes from when set (components/mirror.py); the images of the plan
     above are already the mirror's."""
@@ -207,6 +255,11 @@ def addons_plan(lab: AddonsLab) -> AddonsPlan:
     image = mirror.image if mirror is not None else (lambda reference: reference)
     vgpu = VgpuDriver(image(gpu.vgpu.repository), gpu.vgpu.image, gpu.vgpu.version) if gpu.vgpu is not None else None
     client_image = image(bf.client_image) if bf.client_image is not None else None
+    network = NetworkPlan(
+        enabled=net.enabled, mode=network_mode(lab), interface=net.interface, ib_device=net.ib_device,
+        rdma_cidr=rdma_cidr(lab), rdma_mtu=lab.vsphere.rdma_mtu if lab.vsphere else None,
+        pod_pool=pod_pool(lab), pod_addresses_per_node=net.pod_addresses_per_node, num_vfs=net.sriov.num_vfs,
+        rails=tuple(SriovRail(r.pf_name, r.vlan, r.network_name, r.resource_name, r.cidr) for r in net.sriov.rails))
     return AddonsPlan(
         enabled=a.enabled_map(),
         openshift=lab.openshift,
@@ -217,12 +270,7 @@ def addons_plan(lab: AddonsLab) -> AddonsPlan:
             enabled=gpu.enabled, vgpu=vgpu,
             licensing=Licensing(gpu.licensing.mode, gpu.licensing.server_address, gpu.licensing.server_port),
             gpudirect_rdma=gpu.gpudirect_rdma),
-        network=NetworkPlan(
-            enabled=net.enabled, mode=network_mode(lab), interface=net.interface, ib_device=net.ib_device,
-            rdma_cidr=rdma_cidr(lab), rdma_mtu=lab.vsphere.rdma_mtu if lab.vsphere else None,
-            pod_pool=pod_pool(lab), pod_addresses_per_node=net.pod_addresses_per_node, num_vfs=net.sriov.num_vfs,
-            rails=tuple(SriovRail(r.pf_name, r.vlan, r.network_name, r.resource_name, r.cidr)
-                        for r in net.sriov.rails)),
+        network=network,
         jobs=JobsPlan(
             namespace=jobs.namespace, nodes=tuple(worker_nodes(lab)), gpus_per_worker=jobs.gpus_per_worker,
             nvidia_smi=jobs.nvidia_smi, ib_write_bw=jobs.ib_write_bw, nccl_rdma=jobs.nccl_rdma,
@@ -231,5 +279,6 @@ def addons_plan(lab: AddonsLab) -> AddonsPlan:
             images=JobImages(image(jobs.images.cuda), image(jobs.images.nccl_tests), image(jobs.images.perftest),
                              image(jobs.images.horovod))),
         bitfusion=BitfusionPlan(bf.enabled, client_image, bf.gpus, bf.fraction, bf.health_check, bf.benchmark),
+        rdma=rdma_plan(network) if network.enabled else None,
         mirror=mirror,
     )

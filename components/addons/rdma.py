@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -29,7 +28,15 @@ import pulumi
 from components.addons import versions
 from components.addons.images import with_mirror
 from components.addons.kube import Kube, helm_release, metadata, role_of
-from components.addons.plan import AddonsPlan, SriovRail
+from components.addons.plan import (
+    PVRDMA_NETWORK,
+    PVRDMA_RESOURCE,
+    PVRDMA_STATIC_NETWORK,
+    SRIOV_RESOURCE_PREFIX,
+    AddonsPlan,
+    SriovRail,
+)
+from components.addons.plan import RdmaPlan as RdmaPlan  # the jobs import it from here
 from components.mirror import MirrorPlan
 
 NAMESPACE = "nvidia-network-operator"
@@ -42,10 +49,6 @@ NIC_CLUSTER_POLICY_READY = {
     # images pulled to every node through the lab's network first
     "pulumi.com/timeoutSeconds": "1800",
 }
-PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
-PVRDMA_NETWORK = "rdma-net"
-PVRDMA_STATIC_NETWORK = "rdma-static"
-SRIOV_RESOURCE_PREFIX = "nvidia.com"
 
 # PCI ids (vendor, device): the guides' NICs.
 PVRDMA_PCI = ("15ad", "0820")  # VMware paravirtual RDMA function of a vmxnet3/PVRDMA NIC
@@ -55,45 +58,6 @@ CONNECTX5_VF = ("15b3", "1018")  # its virtual function
 # one NFD's pci source gives with deviceLabelFields [vendor, device].
 PVRDMA_FEATURE = f"pci-{PVRDMA_PCI[0]}_{PVRDMA_PCI[1]}.present"
 PVRDMA_NODE_LABEL = f"feature.node.kubernetes.io/{PVRDMA_FEATURE}"
-
-
-@dataclass(frozen=True)
-class RdmaPlan:
-    """What a pod needs to use the RDMA network, whichever design provides it."""
-
-    mode: str
-    networks: tuple[str, ...]
-    static_network: str
-    static_prefix: int
-    resources: tuple[tuple[str, int], ...]
-    ib_device: str | None
-    mtu: int
-
-    @property
-    def limits(self) -> dict[str, int]:
-        return dict(self.resources)
-
-    def annotation(self) -> str:
-        """`k8s.v1.cni.cncf.io/networks` value for pods on every RDMA network."""
-        return ",".join(self.networks)
-
-    def static_annotation(self, address: str) -> str:
-        """Network selection asking for a fixed address on the static attachment."""
-        return json.dumps([{"name": self.static_network, "ips": [f"{address}/{self.static_prefix}"]}])
-
-
-def rdma_plan(addons: AddonsPlan) -> RdmaPlan:
-    net = addons.network
-    cidr = net.rdma_cidr
-    static_prefix = cidr.prefixlen if cidr else 24
-    if net.mode == "pvrdma":
-        mtu = net.rdma_mtu if net.rdma_mtu is not None else 9000
-        return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
-                        ((f"rdma/{PVRDMA_RESOURCE}", 1),), net.ib_device or "vmw_pvrdma0", mtu)
-    rails = net.rails
-    return RdmaPlan("sriov", tuple(r.network_name for r in rails), f"{rails[0].network_name}-static",
-                    static_prefix, tuple((f"{SRIOV_RESOURCE_PREFIX}/{r.resource_name}", 1) for r in rails),
-                    net.ib_device, 9000)
 
 
 # ---------------------------------------------------------------- manifests (pure)
@@ -279,7 +243,8 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
     in; `pools`: nv-ipam pools, created once nv-ipam runs; `networks`: what pods attach to;
     `labels`: the NodeFeatureRule naming the nodes our PVRDMA device plugin, `plugin`, runs on.
     """
-    plan = rdma_plan(addons)
+    plan = addons.rdma
+    assert plan is not None  # decided with the network on (addons_plan)
     nodes = list(addons.jobs.nodes)
     static = list(addons.jobs.ib_write_bw_addresses) if addons.jobs.ib_write_bw else []
     out: dict[str, list[dict[str, Any]]] = {"policy": [nic_cluster_policy(openshift, addons.mirror)], "pools": [],
@@ -321,7 +286,8 @@ def network_manifests(addons: AddonsPlan, openshift: bool, workload_namespace: s
 def deploy_network(kube: Kube, addons: AddonsPlan, workload_namespace: str,
                    after: list[pulumi.Resource | None]) -> list[pulumi.Resource]:
     """The network operator and the RDMA networks; returns what pods on them must wait for."""
-    plan = rdma_plan(addons)
+    plan = addons.rdma
+    assert plan is not None  # decided with the network on (addons_plan)
     ns = kube.namespace("network-operator-namespace", NAMESPACE)
     release = helm_release(kube, "network-operator", versions.NETWORK_OPERATOR, NAMESPACE,
                            network_operator_values(addons.nfd_source == "networkOperator", plan.mode == "sriov",

@@ -8,7 +8,6 @@ import pytest
 from addons_harness import ALL_JOBS, LAB_ADDONS, VSPHERE, full_addons
 
 from components.addons.model import AddonsConfig
-from components.addons.plan import ib_write_bw_addresses, network_mode, pod_pool, worker_nodes
 from components.addons.rules import registry_auth_problems, required_secrets
 from components.config import load_lab
 from components.model import ConfigError
@@ -54,18 +53,18 @@ def test_the_lab_stack_turns_on_the_guides_addons_but_not_bitfusion():
     assert all(on.values()), on
     assert lab.addons.gpu_operator.vgpu.repository.startswith("registry.lab.local")
     assert lab.addons.gpu_operator.licensing.mode == "nls"
-    assert network_mode(lab.plan.addons) == "pvrdma"
+    assert lab.plan.addons.network.mode == "pvrdma"
 
 
 def test_defaults_follow_the_platform_and_the_ip_plan():
     lab = lab_with({"network": {"enabled": True}, "jobs": {"ibWriteBw": True}})
-    assert network_mode(lab.plan.addons) == "pvrdma"
-    assert worker_nodes(lab.plan.addons) == ["w01", "w02", "w03", "w04"]
+    assert lab.plan.addons.network.mode == "pvrdma"
+    assert list(lab.plan.addons.jobs.nodes) == ["w01", "w02", "w03", "w04"]
     # Upper half of 192.168.0.0/24: clear of the vmks (.24-.27) and the worker VMs (.51-.54).
-    assert str(pod_pool(lab.plan.addons)) == "192.168.0.128/25"
-    assert ib_write_bw_addresses(lab.plan.addons) == ["192.168.0.253", "192.168.0.254"]
+    assert str(lab.plan.addons.network.pod_pool) == "192.168.0.128/25"
+    assert list(lab.plan.addons.jobs.ib_write_bw_addresses) == ["192.168.0.253", "192.168.0.254"]
     bare = lab_with({"network": {"enabled": True}, "jobs": {"nodes": ["gpu01", "gpu02"]}}, vsphere=False)
-    assert network_mode(bare.plan.addons) == "sriov"
+    assert bare.plan.addons.network.mode == "sriov"
     rails = bare.addons.network.sriov.rails
     assert [(r.network_name, r.vlan, r.resource_name) for r in rails] == [
         ("sriov111", 111, "sriov_111"), ("sriov112", 112, "sriov_112")]
@@ -167,14 +166,14 @@ def test_bitfusion_needs_a_client_image():
 
 def test_required_secrets_follow_the_switches():
     lab = lab_with(full_addons())
-    needed = dict(required_secrets(lab.plan.addons))
+    needed = dict(required_secrets(lab.addons_lab))
     assert set(needed) == {"kubeconfig", "registry_auth", "nvidia_license_token", "bitfusion_client_token"}
     assert "gpu-lab" not in needed["kubeconfig"] and "OpenShift" in needed["kubeconfig"]
     legacy = full_addons(bitfusion={"enabled": False},
                          gpuOperator={"enabled": True, "vgpu": {"repository": "r"},
                                       "licensing": {"mode": "legacy", "serverAddress": "172.16.7.5"}})
-    assert set(dict(required_secrets(lab_with(legacy).plan.addons))) == {"kubeconfig", "registry_auth"}
-    assert required_secrets(load_lab({"vsphere": copy.deepcopy(VSPHERE)}).plan.addons) == []
+    assert set(dict(required_secrets(lab_with(legacy).addons_lab))) == {"kubeconfig", "registry_auth"}
+    assert required_secrets(load_lab({"vsphere": copy.deepcopy(VSPHERE)}).addons_lab) == []
 
 
 # The API server parses .dockerconfigjson as JSON (kubernetes pkg/apis/core/validation, ValidateSecret);

@@ -15,7 +15,6 @@ from components.addons.bitfusion import benchmark_command, bitfusion_wrap, clien
 from components.addons.gpu import render_gridd_conf
 from components.addons.jobs import ib_write_bw_command
 from components.addons.mpi import mpirun
-from components.addons.plan import addons_plan
 from components.addons.rdma import macvlan_config, rdma_shared_device_config
 from components.addons.render import render_files
 from components.config import load_lab
@@ -66,7 +65,7 @@ def test_gridd_conf_for_nls_and_the_legacy_server():
     def licensing(**raw):
         gpu = {"enabled": True, "vgpu": {"repository": "registry.lab.local:5000/nvidia"}, "licensing": raw}
         lab = load_lab({"vsphere": copy.deepcopy(VSPHERE), "addons": {"gpuOperator": gpu}})
-        return addons_plan(lab.plan.addons).gpu_operator.licensing
+        return lab.plan.addons.gpu_operator.licensing
 
     nls = render_gridd_conf(licensing())
     assert "FeatureType=1" in nls.splitlines() and "ServerAddress" not in nls
@@ -114,7 +113,7 @@ def test_webhook_configuration_files_parse():
 
 def test_render_files_of_the_lab():
     lab = load_lab({"vsphere": copy.deepcopy(VSPHERE), "addons": copy.deepcopy(LAB_ADDONS)})
-    files = render_files(addons_plan(lab.plan.addons))
+    files = render_files(lab.plan.addons)
     assert set(files) == {"addons/versions.json", "addons/report-thresholds.txt", "addons/licensing/gridd.conf",
                           "addons/licensing/client_configuration_token.tok"}
     assert files["addons/licensing/client_configuration_token.tok"].strip() == "<redacted>"
@@ -128,10 +127,10 @@ def test_render_files_of_the_lab():
 
 def test_render_files_without_addons_has_no_licensing():
     lab = load_lab({"vsphere": copy.deepcopy(VSPHERE)})
-    assert set(render_files(addons_plan(lab.plan.addons))) == {"addons/versions.json", "addons/report-thresholds.txt"}
+    assert set(render_files(lab.plan.addons)) == {"addons/versions.json", "addons/report-thresholds.txt"}
     bare = load_lab({"addons": full_addons(gpuOperator={"enabled": True}, bitfusion={"enabled": False},
                                            jobs={"nodes": ["gpu01", "gpu02"]})})
-    assert "--nics-per-node 2" in render_files(addons_plan(bare.plan.addons))["addons/report-thresholds.txt"]
+    assert "--nics-per-node 2" in render_files(bare.plan.addons)["addons/report-thresholds.txt"]
 
 
 def test_versions_are_pinned(full_run):

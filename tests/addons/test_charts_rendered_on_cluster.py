@@ -32,7 +32,7 @@ import pytest
 from kube_cluster import ROOT, KubeNode, running_kube_cluster, wait_for
 from required_tools import require_chart_render
 
-from components.config import gpu_lab_sections, load_lab
+from components.config import gpu_lab_sections
 from tools.mirror_list import releases, render, source_plan
 
 PLAIN_WORKER = "infra01"  # a worker with no GPU
@@ -48,7 +48,7 @@ def rendered() -> dict[str, tuple[str, list[dict[str, Any]]]]:
     """Release name -> (namespace, rendered objects) for the lab stack on plain Kubernetes."""
     binary = require_chart_render()
     config = {k: v for k, v in builders.lab_stack().items() if k != "gpu-lab:openshift"}
-    plan = source_plan(load_lab(gpu_lab_sections(config)).plan.addons)
+    plan = source_plan(gpu_lab_sections(config))
     assert not plan.openshift
     kube = _cluster_kubernetes_version()
     out = {r.name: (r.namespace, render(r, plan.openshift, kube_version=kube, binary=binary)) for r in releases(plan)}

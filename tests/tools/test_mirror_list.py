@@ -16,7 +16,7 @@ import yaml
 from required_tools import require_chart_render
 
 from components.addons import versions
-from components.config import gpu_lab_sections, load_lab
+from components.config import gpu_lab_sections
 from tools.mirror_list import CHARTS, image_set, images_of, mirror_list, releases, render, source_plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def chart_render():
 
 
 def _plan(config):
-    return source_plan(load_lab(gpu_lab_sections(config)).plan.addons)
+    return source_plan(gpu_lab_sections(config))
 
 
 def _lists(config):
@@ -63,7 +63,7 @@ def test_the_lab_lists_its_charts_and_the_gpu_operator_operands(chart_render):
 
 
 def test_without_the_vgpu_driver_the_data_center_driver_is_listed(chart_render):
-    plan = source_plan(load_lab(gpu_lab_sections(builders.lab_stack())).plan.addons)
+    plan = source_plan(gpu_lab_sections(builders.lab_stack()))
     plan = dataclasses.replace(plan, gpu_operator=dataclasses.replace(plan.gpu_operator, vgpu=None))
     _, images = mirror_list(plan)
     assert "nvcr.io/nvidia/driver:595.91.07" in images
