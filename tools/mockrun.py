@@ -167,6 +167,8 @@ class LabMocks(pulumi.runtime.Mocks):
         number = int(hashlib.sha256(args.name.encode()).hexdigest()[:4], 16)
         outputs = dict(args.inputs)
         kind = args.typ
+        # spelled out, not provider_facts.VIRTUAL_MACHINE: tools/plan_tree.py runs this module on old
+        # releases, whose components/ lack it
         if kind == "vsphere:index/virtualMachine:VirtualMachine":
             outputs.setdefault("moid", f"vm-{number}")
             outputs.setdefault("uuid", f"4213{number:04x}-0000-0000-0000-000000000000")

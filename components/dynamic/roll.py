@@ -44,10 +44,11 @@ from components.dynamic.provider import (
     _known,
     _plain,
 )
+from components.vsphere.provider_facts import ROLLED_VM_SETTINGS
 from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS  # noqa: F401 - the bounds check() applies
 
 KIND = "vsphere-vm-roll"
-ROLLED = ("cpus", "memoryMb", "memoryReservationMb", "hardwareVersion", "vgpuProfile")
+ROLLED = tuple(ROLLED_VM_SETTINGS)
 """The VM settings a NodeRoll applies, each of which needs the VM powered off to change."""
 POWERED_ON = "poweredOn"
 NODE_KEYS = ("vmName", "role", "kubeconfig", "oc", "nodeName", "drainTimeoutS")

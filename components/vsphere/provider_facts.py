@@ -64,6 +64,25 @@ defaults to true, force_power_off too), while the guest reads ignition, cloud-in
 arguments only at first boot. So they reach new VMs only; `pulumi up --replace <urn>` rolls them to
 an old one (docs/day2.md)."""
 
+ROLLED_VM_SETTINGS: dict[str, tuple[str, ...]] = {
+    # virtual_machine_config_structure.go, expandCPUCountConfig: more vCPUs without cpu hot add, or fewer,
+    # set reboot_required
+    "cpus": ("numCpus",),
+    # the same file, expandMemorySizeConfig: more memory without memory hot add, or less
+    "memoryMb": ("memory",),
+    # follows the memory on a vGPU VM (all of it reserved, locked to the memory size)
+    "memoryReservationMb": ("memoryReservation", "memoryReservationLockedToMax"),
+    # resource_vsphere_virtual_machine.go, Update: upgrades the hardware version of a powered-off VM
+    "hardwareVersion": ("hardwareVersion",),
+    # no pulumi-vsphere input: a PCI passthrough device with a vmiop backing, which the roll adds
+    "vgpuProfile": (),
+}
+"""A cluster node's VM settings that need the VM powered off: each NodeRoll key
+(components/dynamic/roll.py, in the order it applies them) and the pulumi-vsphere inputs it covers. The
+roll applies them one drained node at a time, and the VM keeps those inputs under `ignore_changes`
+(components/vsphere/vms.py): pulumi-vsphere would power every VM of a group off at once. A key's first
+input carries its value (`make diff` compares it with the roll's)."""
+
 FORCE_NEW: dict[str, tuple[str, ...]] = {
     # replace_trigger is ForceNew (the clone block: VM_CLONE_IN_PLACE)
     VIRTUAL_MACHINE: ("replaceTrigger",),

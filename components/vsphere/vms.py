@@ -28,7 +28,7 @@ from components.model import ConfigError, Problem, resource_slug
 from components.secrets import LabSecrets
 from components.vsphere.fabric import RoceFabric
 from components.vsphere.plan import LabVmsPlan
-from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, VM_REBOOT_KEYS
+from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, ROLLED_VM_SETTINGS, VIRTUAL_MACHINE, VM_REBOOT_KEYS
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
@@ -67,7 +67,7 @@ def split_vcenter_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-VM_TYPE = "vsphere:index/virtualMachine:VirtualMachine"
+VM_TYPE = VIRTUAL_MACHINE
 """pulumi-vsphere's VM resource type, as the state records it."""
 
 
@@ -92,20 +92,10 @@ class LabVmsArgs:
     node's roll then waits for the previous node's."""
 
 
-# What powers a running cluster node's VM off to change it, and which the node's NodeRoll applies
-# instead, one node at a time and drained (components/dynamic/roll.py): pulumi-vsphere would power
-# every VM of a group off at the same moment. terraform-provider-vsphere, virtual_machine_config_structure.go:
-# expandCPUCountConfig and expandMemorySizeConfig set reboot_required for more vCPUs or memory without hot
-# add (and for less), and the resource's Update upgrades the hardware version on a powered-off VM; the
-# memory reservation follows the memory on a vGPU VM. Under ignore_changes the provider keeps the value it
-# has in its state (what the upgrade to rolls did to a running lab: docs/day2.md).
-ROLLED_VM_INPUTS = [
-    "numCpus",
-    "memory",
-    "memoryReservation",
-    "memoryReservationLockedToMax",
-    "hardwareVersion",
-]
+ROLLED_VM_INPUTS = [name for inputs in ROLLED_VM_SETTINGS.values() for name in inputs]
+"""What a running cluster node's NodeRoll applies instead of pulumi-vsphere (ROLLED_VM_SETTINGS). Under
+ignore_changes the provider keeps the value it has in its state (what the upgrade to rolls did to a
+running lab: docs/day2.md)."""
 CONSTANT_REBOOT_INPUTS = ("enableDiskUuid",)
 """Inputs on the provider's reboot list (VM_REBOOT_KEYS) that every VM sets to one value of gpu-lab's:
 a release that changes one must roll it too (tests/vsphere/test_vsphere_program.py checks that every

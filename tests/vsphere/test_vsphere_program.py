@@ -312,3 +312,66 @@ def test_a_bad_vsphere_server_port_is_a_config_error(vsphere_config, address):
         run_program(vsphere_config)
     assert f"vsphere:vsphereServer: {address!r} is not a vCenter address" in str(err.value)
     assert "1-65535" in str(err.value)
+
+
+def test_what_rolls_is_one_table():
+    """provider_facts.ROLLED_VM_SETTINGS alone says what rolls: the VM's ignore_changes, the roll's keys and
+    order, and how `make diff` reads a VM's settings as the roll's all come from it."""
+    from components.dynamic.roll import KIND, ROLLED
+    from components.vsphere.provider_facts import ROLLED_VM_SETTINGS, VIRTUAL_MACHINE
+    from components.vsphere.vms import ROLLED_VM_INPUTS
+    from tools.diff.recording import Planned
+    from tools.diff.rules import DYNAMIC_REBOOTS, roll_converges
+
+    assert ROLLED == tuple(ROLLED_VM_SETTINGS) == DYNAMIC_REBOOTS[KIND]
+    assert ROLLED_VM_INPUTS == [name for inputs in ROLLED_VM_SETTINGS.values() for name in inputs]
+    # make diff: a roll whose settings equal its VM's first input of each key changes nothing, and one
+    # key off changes that key alone (the vGPU profile, with no input, is what the base gave the VM)
+    vm_inputs = {inputs[0]: 10 + i for i, inputs in enumerate(ROLLED_VM_SETTINGS.values()) if inputs}
+    vm = Planned(urn="vm", type=VIRTUAL_MACHINE, name="vms-w01", parent="", custom=True, provider="", id="vm-1",
+                 inputs={"name": "w01", **vm_inputs}, outputs={"moid": "vm-1"})
+    same = {"vmId": "vm-1", "vgpuProfile": ""} | {key: vm_inputs.get(inputs[0]) if inputs else ""
+                                                  for key, inputs in ROLLED_VM_SETTINGS.items()}
+    assert roll_converges(same, {"vm": vm}) == []
+    for key, inputs in ROLLED_VM_SETTINGS.items():
+        if inputs:
+            assert roll_converges({**same, key: vm_inputs[inputs[0]] + 1}, {"vm": vm}) == [key], key
+
+
+def _restated_rolled_names(source: str) -> list[int]:
+    """Lines of `source` that spell the table again: a list, tuple or set literal with two or more roll
+    keys or two or more rolled VM inputs, or a dict literal keyed by roll keys whose values name VM inputs."""
+    import ast
+
+    from components.vsphere.provider_facts import ROLLED_VM_SETTINGS
+
+    keys = set(ROLLED_VM_SETTINGS)
+    vm_inputs = {name for inputs in ROLLED_VM_SETTINGS.values() for name in inputs}
+
+    def strings(nodes) -> set[str]:
+        return {n.value for node in nodes for n in ast.walk(node)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            elements = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if len(elements & keys) >= 2 or len(elements & vm_inputs) >= 2:
+                found.append(node.lineno)
+        elif isinstance(node, ast.Dict):
+            if len(strings([k for k in node.keys if k is not None]) & keys) >= 2 and strings(node.values) & vm_inputs:
+                found.append(node.lineno)
+    return found
+
+
+def test_no_module_restates_what_rolls():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    table = root / "components" / "vsphere" / "provider_facts.py"
+    restated = {str(p.relative_to(root)): lines for part in ("components", "tools") for p in sorted(
+        (root / part).rglob("*.py")) if p != table and (lines := _restated_rolled_names(p.read_text()))}
+    assert restated == {}
+    # the check finds the lists it replaced
+    assert _restated_rolled_names('ROLLED = ("cpus", "memoryMb", "memoryReservationMb")') == [1]
+    assert _restated_rolled_names('IGNORED = ["numCpus", "memory", "hardwareVersion"]') == [1]
+    assert _restated_rolled_names('live = {"cpus": vm.get("numCpus"), "memoryMb": vm.get("memory")}') == [1]

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.vsphere.provider_facts import VIRTUAL_MACHINE
 from tools.diff.paths import (
     _MISSING,
     EFFECTS,
@@ -229,7 +230,7 @@ class Engine:
             step.refused = "protected: the engine refuses to replace it (unprotect it first)"
         if op == "replace" and old.retain_on_delete:
             step.notes.append("retain_on_delete: the old one is left in place")
-        if op == "update" and r.type == "vsphere:index/virtualMachine:VirtualMachine" and "reboot" in step.effects:
+        if op == "update" and r.type == VIRTUAL_MACHINE and "reboot" in step.effects:
             step.notes.append("power-cycled for " + ", ".join(vm_reboot_reasons(old.inputs, inputs, paths)))
         if op == "update":
             for effect in lab_effects(r.type, paths):

@@ -18,6 +18,7 @@ from components.vsphere.provider_facts import (
     FORCE_NEW,
     MIGRATE_INPUTS,
     NETWORK_INPUTS,
+    ROLLED_VM_SETTINGS,
     SOURCES,
     VIRTUAL_MACHINE,
     VM_CLONE_IN_PLACE,
@@ -528,9 +529,8 @@ def roll_converges(inputs: Mapping[str, Any], base: Mapping[str, Planned]) -> li
     if held is None:
         held = next((entry.get("vgpuProfile") for b in base.values() if b.type == LAB_VMS
                      for entry in b.inputs.get("vms") or [] if entry.get("name") == vm.inputs.get("name")), "")
-    live = {"cpus": vm.inputs.get("numCpus"), "memoryMb": vm.inputs.get("memory"),
-            "memoryReservationMb": vm.inputs.get("memoryReservation"),
-            "hardwareVersion": vm.inputs.get("hardwareVersion"), "vgpuProfile": held}
+    # each setting's value is its first pulumi-vsphere input's; the vGPU profile has none
+    live = {key: vm.inputs.get(vm_inputs[0]) if vm_inputs else held for key, vm_inputs in ROLLED_VM_SETTINGS.items()}
     return differences(live, {k: inputs.get(k) for k in ROLLED})
 
 
