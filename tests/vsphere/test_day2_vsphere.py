@@ -96,6 +96,8 @@ def placed_lab(workers: int = 4) -> dict:
     w["managementAddresses"] = [f"172.16.7.{50 + i}" for i in range(1, workers + 1)]
     w["rdmaAddresses"] = [f"192.168.0.{50 + i}" for i in range(1, workers + 1)]
     w["hosts"] = [builders.WORKER_HOSTS[i % 4] for i in range(workers)]
+    # room for eight workers' nv-ipam blocks (8 addresses each; the lab's /26 holds seven)
+    config["gpu-lab:addons"]["network"]["podPool"] = "192.168.0.128/25"
     return config
 
 
