@@ -1,5 +1,6 @@
 """The upgrade test on the real engine (scripts/engine-upgrade.sh): the last release's `pulumi up` on the
-repo's pyvmomi resources against the vCenter simulator, then this tree's `preview --expect-no-changes`.
+repo's pyvmomi resources against the vCenter simulator, then this tree's `up` (what the release retires,
+with the VM checked untouched) and `preview --expect-no-changes`.
 
 Like the engine-sim test: skipped by developers without `make setup-pulumi`, run (and required) in CI.
 """
@@ -18,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # absolute: the harness runs the engine from other directories (a relative PULUMI_CACHE_DIR is the cwd's)
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")).resolve()
 SCRIPT = ROOT / "scripts" / "engine-upgrade.sh"
-STEPS = ["previous release", "up with", "the state names", "preview --expect-no-changes", "control", "stack tag", "destroy"]
+STEPS = ["previous release", "up with", "the state names", "up with this tree", "preview --expect-no-changes", "control",
+         "stack tag", "destroy"]
 
 
 @pytest.fixture(autouse=True)
