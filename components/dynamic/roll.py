@@ -199,8 +199,7 @@ class NodeRollProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = _plain(props)
-        outs = self._first_boot(inputs) if inputs.get(NEW_VM) else self._converge(inputs)
-        return CreateResult(f"{inputs['vmId']}:roll", outs)
+        return CreateResult(f"{inputs['vmId']}:roll", self._converge(inputs, first_boot=bool(inputs.get(NEW_VM))))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(self._converge(_plain(news)))
@@ -235,7 +234,9 @@ class NodeRollProvider(ResourceProvider):
 
     # -- the roll of one node
 
-    def _converge(self, inputs: dict[str, Any]) -> dict[str, Any]:
+    def _converge(self, inputs: dict[str, Any], first_boot: bool = False) -> dict[str, Any]:
+        """Bring the VM to the stack's settings. `first_boot`: a VM this deployment created, no cluster's node
+        yet, gets what the clone did not (its vGPU) with no cluster to ask and no other node to wait for."""
         from components.dynamic import hostops
 
         name = str(inputs.get("nodeName") or inputs["vmName"])
@@ -245,7 +246,10 @@ class NodeRollProvider(ResourceProvider):
                 live = vm.settings()
                 changes = differences(live, wanted_settings(inputs))
                 on = vm.powered_on()
-                if changes or not on:
+                if first_boot:
+                    if changes or not on:
+                        self._roll(inputs, name, vm, live, changes, None)
+                elif changes or not on:
                     with _ONE_AT_A_TIME, _machine_lock(inputs, name):
                         _after_no_failure(name)
                         live = vm.settings()  # again: another node's roll may have run while this one waited
@@ -257,25 +261,6 @@ class NodeRollProvider(ResourceProvider):
                             raise
                 elif _member(inputs) and not cluster_gone():
                     self._finish_if_marked(inputs, name, vm)
-        except VsphereOperationError:
-            raise
-        except Exception as error:  # noqa: BLE001 - one line for a vSphere or network failure
-            raise self._vsphere_error(inputs, "roll", error) from None
-        return {**inputs, POWERED_ON: True}
-
-    def _first_boot(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """A VM this deployment created: give it the settings the clone did not (the vGPU profile), as the
-        VM's own create would, with no cluster to ask and no other node to wait for."""
-        from components.dynamic import hostops
-
-        name = str(inputs.get("nodeName") or inputs["vmName"])
-        try:
-            with self._session(inputs) as si:
-                vm = _Vm(hostops.find_vm(si, inputs["vmId"], inputs.get("vmName")), f"VM {inputs.get('vmName')!r}")
-                live = vm.settings()
-                changes = differences(live, wanted_settings(inputs))
-                if changes or not vm.powered_on():
-                    self._roll(inputs, name, vm, live, changes, None)
         except VsphereOperationError:
             raise
         except Exception as error:  # noqa: BLE001 - one line for a vSphere or network failure
@@ -306,11 +291,10 @@ class NodeRollProvider(ResourceProvider):
         control_plane = inputs.get("role") == "control-plane"
         was_on = vm.powered_on()
         mark, phase = node.roll_mark() if node is not None else (None, None)
+        said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
         if changes and inputs.get(NEW_VM):
-            said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
             pulumi.log.info(f"node {name}: its new VM gets {said} before it joins a cluster")
         elif changes:
-            said = ", ".join(f"{k} {_show(live.get(k))} -> {_show(wanted.get(k))}" for k in changes)
             pulumi.log.info(f"node {name}: rolling ({said})")
         elif mark is not None:
             pulumi.log.info(f"node {name}: finishing the roll an earlier run left (its VM is "
@@ -532,8 +516,9 @@ def _member(inputs: dict[str, Any]) -> bool:
     return bool(inputs.get("kubeconfig")) or inputs.get("role") == "control-plane"
 
 
-class _Node:
-    """One Kubernetes node, driven with oc and a kubeconfig file of its own."""
+class _RollNode:
+    """A node driven with oc and a kubeconfig file of its own for a roll: the drain takes the stack's timeout,
+    the roll's mark lives on it."""
 
     def __init__(self, oc: str, kubeconfig_path: str, name: str, label: str) -> None:
         self.oc, self.kubeconfig_path, self.name, self.label = oc, kubeconfig_path, name, label
@@ -583,10 +568,6 @@ class _Node:
 
     def uncordon(self) -> None:
         self.must("oc adm uncordon", "adm", "uncordon", self.name, timeout=_OC_GET_TIMEOUT_S)
-
-
-class _RollNode(_Node):
-    """A node driven with oc for a roll: the drain takes the stack's timeout, the roll's mark lives on it."""
 
     cluster: list[dict[str, Any]] = []
     """Every node of the cluster as `oc get nodes` listed them when the roll began."""

@@ -14,6 +14,7 @@ from pulumi.dynamic import ResourceProvider
 from components.addons.jobs import LABEL as ACCEPTANCE_LABEL
 from components.dynamic.roll import CLUSTER_GONE, ROLLED, cluster_gone, differences
 from components.dynamic.roll import KIND as ROLL_KIND
+from components.dynamic.vgpu import VgpuProfileProvider
 from components.vsphere.provider_facts import (
     FORCE_NEW,
     MIGRATE_INPUTS,
@@ -442,7 +443,8 @@ class KubernetesProviderRule(Rule):
 DYNAMIC_REBOOTS: dict[str, tuple[str, ...]] = {ROLL_KIND: ROLLED}
 """Dynamic kinds that power-cycle a VM, and the inputs whose change does it."""
 LAB_VMS = "gpu-lab:vsphere:LabVms"
-RETIRED_KINDS = {"vsphere-vm-vgpu": "the node's roll holds the vGPU profile now: this delete leaves the vGPU on "
+VGPU_KIND = VgpuProfileProvider.kind
+RETIRED_KINDS = {VGPU_KIND: "the node's roll holds the vGPU profile now: this delete leaves the vGPU on "
                                     "its VM (components/dynamic/vgpu.py, VgpuProfileProvider.delete)"}
 """Dynamic kinds no program registers any more, whose delete (the provider is unpickled by module and
 name, so today's code runs it) does nothing on vSphere: dropping them from a lab's state is no loss."""
@@ -525,7 +527,7 @@ def roll_converges(inputs: Mapping[str, Any], base: Mapping[str, Planned]) -> li
     # the VM's vGPU: the vGPU resource of a lab built before rolls held it, else what the last `up` gave it
     # (the LabVms component's record of each VM, components/vsphere/vms.py `_intent`)
     held = next((b.inputs.get("profile") for b in base.values() if b.type == DYNAMIC_TYPE
-                 and b.inputs.get("kind") == "vsphere-vm-vgpu" and b.inputs.get("vmId") == vm_id), None)
+                 and b.inputs.get("kind") == VGPU_KIND and b.inputs.get("vmId") == vm_id), None)
     if held is None:
         held = next((entry.get("vgpuProfile") for b in base.values() if b.type == LAB_VMS
                      for entry in b.inputs.get("vms") or [] if entry.get("name") == vm.inputs.get("name")), "")
