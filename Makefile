@@ -94,7 +94,7 @@ SIZES ?= 4,64,512
 TIME_LIMIT ?= 0
 bench: setup ## program vs floor vs make plan at SIZES workers (default 4,64,512), TIME_LIMIT seconds (0: none); the real preview where plugins are installed
 	$(PYTHON) -m tools.bench --sizes $(SIZES) --time-limit $(TIME_LIMIT)
-	PULUMI_CACHE_DIR=$${PULUMI_CACHE_DIR:-$(CURDIR)/.cache/pulumi} $(PYTHON) -m tools.bench_preview || [ $$? = 77 ]
+	PULUMI_CACHE_DIR=$${PULUMI_CACHE_DIR:-$(CURDIR)/.cache/pulumi} $(PYTHON) -m tools.bench.preview || [ $$? = 77 ]
 
 clean: ## remove build output
 	rm -rf build

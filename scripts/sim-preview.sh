@@ -51,7 +51,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -f $ROOT/Pulumi.$STACK.yaml ]] || { echo "no stack file Pulumi.$STACK.yaml" >&2; exit 2; }
 # up runs Commands and changes vSphere: only a stack that configures nothing but vSphere (the sim
-# stack, or one generated from it like tools/bench_up.py's), whose vCenter is this simulator.
+# stack, or one generated from it like tools/bench/up.py's), whose vCenter is this simulator.
 if [[ $UP = 1 ]] && { [[ $STACK != sim* ]] || grep -qE '^  gpu-lab:(switches|openshift|addons):' "$ROOT/Pulumi.$STACK.yaml"; }; then
     echo "--up runs only on the sim stack: $STACK configures real switches and hosts" >&2; exit 2
 fi

@@ -127,7 +127,7 @@ def test_the_graph_is_read_from_the_source():
 
 
 def test_no_import_cycle():
-    # none allowed, tools/ included (the benchmark and its floor share tools/bench_lab.py instead)
+    # none allowed, tools/ included (the benchmark and its floor share tools/bench/lab.py instead)
     assert _cycles(GRAPH) == []
 
 

@@ -3,14 +3,14 @@
 Each declared dependency is work for the SDK (it walks the transitive dependencies of every edge it
 adds) and a URN in the resource's `dependencies` and `propertyDependencies` in the stack's state,
 which the engine writes out after every step. Measured on the lab stack scaled to 4, 64 and 512
-workers (tools/bench_lab.py), as `make bench` does.
+workers (tools/bench/lab.py), as `make bench` does.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tools.bench_lab import scaled_lab
+from tools.bench.lab import scaled_lab
 from tools.mockrun import Recorded, run_program
 
 SIZES = (4, 64, 512)

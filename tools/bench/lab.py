@@ -1,6 +1,6 @@
 """The generated labs `make bench` measures: the lab stack scaled to N workers.
 
-Shared by tools/bench.py (the driver and its measurements) and tools/bench_floor.py (which
+Shared by tools/bench/program.py (the driver and its measurements) and tools/bench/floor.py (which
 records the program's registrations on the same labs), so neither imports the other.
 """
 

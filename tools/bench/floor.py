@@ -1,7 +1,7 @@
 """The floor `make bench` compares the program with: the same registrations, no project logic.
 
-    python -m tools.bench_floor record WORKERS MANIFEST.pickle   # run the program once, write what it registered
-    python -m tools.bench_floor replay MANIFEST.pickle            # register the same mix again, timed
+    python -m tools.bench.floor record WORKERS MANIFEST.pickle   # run the program once, write what it registered
+    python -m tools.bench.floor replay MANIFEST.pickle            # register the same mix again, timed
 
 `record` runs the program under the mocks of tools/mockrun.py on the generated lab of WORKERS
 workers and pickles, per resource in registration order: type, name, parent, custom flag, the
@@ -64,7 +64,7 @@ def record(workers: int, manifest: Path) -> dict:
     from pulumi.resource import Resource
 
     from tools import mockrun
-    from tools.bench_lab import scaled_lab
+    from tools.bench.lab import scaled_lab
     from tools.sdk_access import input_type_to_dict
 
     prop_counts: dict[tuple[str, str], int] = {}

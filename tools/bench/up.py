@@ -1,7 +1,7 @@
 """Time to build a lab: `pulumi up` of the sim stack against lab-vcsim with vCenter's task times,
 against the critical path of the program's dependency graph.
 
-    python -m tools.bench_up [--workers 4,64,512] [--scale 0.1] [--parallel 8,64] [--plan-only]
+    python -m tools.bench.up [--workers 4,64,512] [--scale 0.1] [--parallel 8,64] [--plan-only]
                              [--settings 'default;PULUMI_DIY_BACKEND_GZIP=true'] [--record DIR]
 
 Each vSphere call the program's creates wait for gets a delay from a real vCenter's task time
@@ -12,7 +12,7 @@ resource's create makes (CREATE_CALLS). `--scale` multiplies every delay (0.1: t
 than life) so a 512-worker run fits a session; the ratio wall / critical path is what the goal
 (<= 1.2) is about, and both sides are scaled alike.
 
-The stack is Pulumi.sim.yaml widened like tools.bench_preview (N workers on 128 worker hosts);
+The stack is Pulumi.sim.yaml widened like tools.bench.preview (N workers on 128 worker hosts);
 scripts/sim-preview.sh --up runs up, a no-change preview and destroy. Exit 0 when every run
 passed, 77 with "SKIP <reason>" when the engine or a plugin is missing, 1 on failure.
 
@@ -48,7 +48,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.bench_preview import HOSTS, REPO, SKIP, _stage, simbench_config
+from tools.bench.preview import HOSTS, REPO, SKIP, _stage, simbench_config
 
 # SOAP method -> (milliseconds, where the figure comes from).
 CLONE_SOURCE = ("https://github.com/hashicorp/terraform/issues/3952 (vSphere provider): a thin-provisioned clone "
@@ -572,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
                              f" {summary['before_write']:.1f} of the {summary['seconds']:.1f} s;"
                              f" median gap to the next save {summary['gap'] * 1000:.0f} ms;"
                              f" {unread} renames read too late to time",
-                             f"bench_up's own analysis of this run (saves, state sizes, chain): {analysis:.2f} s"]
+                             f"tools.bench.up's own analysis of this run (saves, state sizes, chain): {analysis:.2f} s"]
                     if sizes:
                         notes += size_table(sizes, workers, state_bytes)
                     details.append((workers, parallel, label, notes))

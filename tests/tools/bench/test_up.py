@@ -1,8 +1,8 @@
-"""tools/bench_up: the critical path it compares `pulumi up` with."""
+"""tools/bench/up.py: the critical path it compares `pulumi up` with."""
 
 from __future__ import annotations
 
-from tools.bench_up import CREATE_CALLS, DELAYS, critical_path, method_delay_flag
+from tools.bench.up import CREATE_CALLS, DELAYS, critical_path, method_delay_flag
 from tools.mockrun import Recorded
 
 VM = "vsphere:index/virtualMachine:VirtualMachine"

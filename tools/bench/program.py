@@ -5,7 +5,7 @@ worker host, RDMA and management networks widened to /16.
 
 Every measurement is a fresh process (`python -m tools.bench one KIND WORKERS`), so no run
 inherits another's root Stack, Outputs or heap. For each size the program, the floor
-(tools/bench_floor.py: the same registrations without project logic) and the whole `make plan`
+(tools/bench/floor.py: the same registrations without project logic) and the whole `make plan`
 (program, tree, plan.json, policy pass) run interleaved, `--repeat` times each; the table shows
 medians. Times are the process's CPU seconds (user + system) from
 its start to the end of registration, which a busy machine disturbs far less than wall-clock
@@ -30,9 +30,9 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from tools.bench_lab import scaled_lab  # noqa: E402  (bench_floor uses it too)
+from tools.bench.lab import scaled_lab  # noqa: E402  (the floor uses it too)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 KINDS = ("program", "floor", "plan")
 
 
@@ -88,11 +88,11 @@ def measure_one(kind: str, workers: int, manifest: Path | None) -> dict:
         if status == 2:
             raise SystemExit("the policy pass failed")
     else:
-        from tools import bench_floor
+        from tools.bench import floor
 
         if manifest is None:
             raise SystemExit("the floor needs the manifest recorded from the program")
-        resources = bench_floor.replay(manifest)["resources"]
+        resources = floor.replay(manifest)["resources"]
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the policy pack's process
     cpu = time.process_time() - STARTED_CPU + children.ru_utime + children.ru_stime
     wall = time.perf_counter() - STARTED
@@ -130,7 +130,7 @@ def manifest_path(workers: int, directory: Path) -> Path:
 
 def record_manifest(workers: int, directory: Path) -> Path:
     path = manifest_path(workers, directory)
-    command = [sys.executable, "-m", "tools.bench_floor", "record", str(workers), str(path)]
+    command = [sys.executable, "-m", "tools.bench.floor", "record", str(workers), str(path)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")

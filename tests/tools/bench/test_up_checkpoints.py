@@ -1,7 +1,7 @@
-"""tools/bench_up: the checkpoint saves and state sizes it reports for an up.
+"""tools/bench/up.py: the checkpoint saves and state sizes it reports for an up.
 
-The sample in bench_up_sample/ comes from a real run on the file backend,
-`python -m tools.bench_up --workers 4 --scale 0 --record DIR` (Pulumi CLI v3.259.0, pulumi-vsphere
+The sample in up_sample/ comes from a real run on the file backend,
+`python -m tools.bench.up --workers 4 --scale 0 --record DIR` (Pulumi CLI v3.259.0, pulumi-vsphere
 4.18.2, lab-vcsim): renames.jsonl is the first 40 renames the watcher saw in the state directory
 during `up` (with each state file's manifest time, as --record writes them) and the update's first
 history record; checkpoint.json is the state after that up, keeping the smallest resource of each
@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from tools.bench_up import (
+from tools.bench.up import (
     StateWatcher,
     _decompress_head,
     manifest_ns,
@@ -28,7 +28,7 @@ from tools.bench_up import (
     update_saves,
 )
 
-SAMPLE = Path(__file__).parent / "bench_up_sample"
+SAMPLE = Path(__file__).parent / "up_sample"
 
 
 def sample_records() -> list[dict]:

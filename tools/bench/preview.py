@@ -2,7 +2,7 @@
 with the real engine and provider plugins against vcsim on a loopback port, alone, with a pack
 that judges nothing, and with `--policy-pack policies`.
 
-    python -m tools.bench_preview [--workers 512] [--rounds N] [--kinds alone,empty,pack] [--tree DIR]
+    python -m tools.bench.preview [--workers 512] [--rounds N] [--kinds alone,empty,pack] [--tree DIR]
                                   [--baseline DIR]
 
 The sim stack (Pulumi.sim.yaml: the lab mapped onto vcsim's inventory, vSphere section only) is
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SKIP = 77
 SIM_FILES = ("Pulumi.sim.yaml", "scripts/sim-preview.sh")
 HOSTS = 128
