@@ -21,7 +21,6 @@ from components.config import gpu_lab_sections, load_lab, program_config
 from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
 from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest, read_deployed_state
 from components.dynamic.provider import GUARD, PYVMOMI, explicit_provider
-from components.dynamic.roll import DEFAULT_DRAIN_TIMEOUT_S
 from components.identity_rules import identity_of
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
@@ -81,8 +80,8 @@ def main() -> None:
             extra_config=openshift.vm_extra_config if openshift else {},
             protect=lab.lifecycle.protect,
             kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
-            oc=lab.openshift.oc if lab.openshift else "oc",
-            drain_timeout_s=lab.openshift.drain_timeout_s if lab.openshift else DEFAULT_DRAIN_TIMEOUT_S,
+            oc=plan.oc,
+            drain_timeout_s=plan.drain_timeout_s,
             deployed_vms=deployed.names_of(VM_TYPE),
         ), pyvmomi)
         pulumi.export("hosts", fabric.host_summary)

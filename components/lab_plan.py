@@ -13,13 +13,14 @@ from components.addons.model import AddonsConfig
 from components.addons.plan import AddonsLab, AddonsPlan, addons_plan
 from components.facts import PlannedHost, PlannedVm, VsphereFacts
 from components.mirror import MirrorConfig, mirror_plan
-from components.openshift.model import OpenShiftConfig
+from components.openshift.model import DEFAULT_OC, OpenShiftConfig
 from components.openshift.plan import ClusterPlan
 from components.openshift.plan import plan as cluster_plan
 from components.switch.model import SwitchConfig
 from components.switch.plan import SwitchPlan, switch_plan
 from components.vsphere.model import VsphereConfig
 from components.vsphere.plan import LabVmsPlan, RoceFabricPlan, lab_vms_plan, roce_fabric_plan, vsphere_facts
+from labrules.openshift import NODE_DRAIN_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,16 @@ class LabPlan:
     @property
     def vms(self) -> tuple[PlannedVm, ...]:
         return self.vsphere.vms if self.vsphere else ()
+
+    @property
+    def oc(self) -> str:
+        """The oc binary the VMs' rolls drain and uncordon the nodes with: the cluster's, else the default."""
+        return self.cluster.lifecycle.oc if self.cluster else DEFAULT_OC
+
+    @property
+    def drain_timeout_s(self) -> int:
+        """How long a node's drain may take before its roll stops: the cluster's, else the default."""
+        return self.cluster.lifecycle.drain_timeout_s if self.cluster else NODE_DRAIN_TIMEOUT_S
 
 
 def plan_lab(vsphere: VsphereConfig | None, openshift: OpenShiftConfig | None,

@@ -17,3 +17,9 @@ MACHINE_CONFIG_PORT = 22623
 HTTP_PORT = 80
 HTTPS_PORT = 443
 LOAD_BALANCER_PORTS = (API_PORT, MACHINE_CONFIG_PORT, HTTP_PORT, HTTPS_PORT)
+
+# How long a node's drain (`oc adm drain --timeout`) may take before a VM's roll or a node's removal
+# stops, unless gpu-lab:openshift.drainTimeoutS says otherwise: the section's default, the removal
+# script's, and the roll's for a roll recorded before it carried its own (components/dynamic/roll.py,
+# whose provider process loads no config model, reads it here).
+NODE_DRAIN_TIMEOUT_S = 900

@@ -45,6 +45,7 @@ from components.dynamic.provider import (
     _plain,
 )
 from components.vsphere.provider_facts import ROLLED_VM_SETTINGS
+from labrules.openshift import NODE_DRAIN_TIMEOUT_S
 from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS  # noqa: F401 - the bounds check() applies
 
 KIND = "vsphere-vm-roll"
@@ -61,7 +62,6 @@ STEPS = ("ask the cluster", "health before", "cordon", "drain", "power-off", "re
          "health after", "uncordon")
 """The steps of one node's roll, as the error names them."""
 
-DEFAULT_DRAIN_TIMEOUT_S = 900
 REBOOT_TIMEOUT_S = 900
 READY_TIMEOUT_S = 1200
 HEALTH_TIMEOUT_S = 900
@@ -318,7 +318,7 @@ class NodeRollProvider(ResourceProvider):
                     node.set_roll_mark(boot, "cordoned")  # before anything changes: a kill after this is resumed
                     node.cordon()
                     step = "drain"
-                    node.drain_for(int(inputs.get("drainTimeoutS") or DEFAULT_DRAIN_TIMEOUT_S))
+                    node.drain_for(int(inputs.get("drainTimeoutS") or NODE_DRAIN_TIMEOUT_S))
                 else:
                     step = "cordon"
                     boot = mark if mark is not None else node.boot_id()

@@ -15,8 +15,13 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field
 
 from components.model import Cidr, HostName, IPv4, MacAddress, Model, SshPublicKey, matches
+from labrules.openshift import NODE_DRAIN_TIMEOUT_S
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
+
+DEFAULT_OC = "oc"
+"""The oc binary, by name on PATH, unless gpu-lab:openshift.oc says otherwise (a lab without the section
+drains its nodes with it too: components/lab_plan.py)."""
 
 Domain = Annotated[str, matches(
     r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
@@ -158,8 +163,8 @@ class OpenShiftConfig(Model):
     wait_for_install: bool = False
     approve_csrs: bool = Field(default=True, description="approve pending CSRs of the configured nodes only")
     installer: str = Field(default="openshift-install", description="openshift-install binary (path or name on PATH)")
-    oc: str = Field(default="oc", description="oc binary (path or name on PATH), for CSR approval")
+    oc: str = Field(default=DEFAULT_OC, description="oc binary (path or name on PATH), for CSR approval")
     drain_timeout_s: int = Field(
-        default=900, gt=0, le=86400,
+        default=NODE_DRAIN_TIMEOUT_S, gt=0, le=86400,
         description="seconds a node's drain may take (oc adm drain --timeout) before a roll or a removal stops")
     install_dir: str | None = Field(default=None, description="default build/<stack>/openshift-install")

@@ -22,7 +22,7 @@ import pulumi
 import pulumi_vsphere as vsphere
 
 from components.dynamic.provider import VcenterConnection
-from components.dynamic.roll import DEFAULT_DRAIN_TIMEOUT_S, NodeRoll
+from components.dynamic.roll import NodeRoll
 from components.facts import PlannedVm
 from components.model import ConfigError, Problem, resource_slug
 from components.secrets import LabSecrets
@@ -69,6 +69,8 @@ def split_vcenter_address(address: str) -> tuple[str, int]:
 
 VM_TYPE = VIRTUAL_MACHINE
 """pulumi-vsphere's VM resource type, as the state records it."""
+TYPE = "gpu-lab:vsphere:LabVms"
+"""The LabVms component's type token (make diff reads the VMs' intent by it)."""
 
 
 @dataclass(frozen=True)
@@ -77,16 +79,16 @@ class LabVmsArgs:
     """Every VM to create and where (LabPlan.lab_vms)."""
     fabric: RoceFabric
     vcenter: VcenterConnection
+    oc: str
+    """The oc binary that drains and uncordons the nodes (LabPlan.oc)."""
+    drain_timeout_s: int
+    """How long a node's drain may take before its roll stops (LabPlan.drain_timeout_s)."""
     extra_config: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
     """VM name -> guestinfo keys (ignition from OpenShift); such VMs are not customized."""
     protect: bool = False
     """gpu-lab:lifecycle.protect: the engine refuses to delete or replace the control-plane VMs."""
     kubeconfig: pulumi.Input[str] | None = None
     """Secret: the cluster's admin kubeconfig; with it a vGPU profile change drains each node first."""
-    oc: str = "oc"
-    """The oc binary that drains and uncordons the nodes (gpu-lab:openshift.oc)."""
-    drain_timeout_s: int = DEFAULT_DRAIN_TIMEOUT_S
-    """How long a node's drain may take before its roll stops (gpu-lab:openshift.drainTimeoutS)."""
     deployed_vms: frozenset[str] | None = None
     """Names of the VMs the stack's last deployment has ({} for a new stack); None when unknown, and every
     node's roll then waits for the previous node's."""
@@ -103,6 +105,15 @@ reboot-list input a VM sets is a first-boot input, rolled, or here)."""
 REBOOT_LIST = VM_REBOOT_KEYS
 CLUSTER_ROLES = ("control-plane", "worker")
 """The VMs that are cluster nodes, and so roll; the bootstrap VM is short-lived and keeps the provider's way."""
+
+
+def memory_mb(vm: PlannedVm) -> int:
+    return vm.memory_gb * 1024
+
+
+def memory_reservation_mb(vm: PlannedVm) -> int | None:
+    """All of a vGPU VM's memory (it does not power on otherwise); None, no reservation, for any other VM."""
+    return memory_mb(vm) if vm.vgpu_profile else None
 
 
 def spread_groups(worker_names: Sequence[str], host_count: int) -> list[list[str]]:
@@ -132,7 +143,7 @@ class LabVms(pulumi.ComponentResource):
         lookup = pulumi.InvokeOptions(parent=opts.parent if opts else None)
         datacenter = vsphere.get_datacenter_output(name=plan.datacenter, opts=lookup)
         template = vsphere.get_virtual_machine_output(name=plan.template, datacenter_id=datacenter.id, opts=lookup)
-        super().__init__("gpu-lab:vsphere:LabVms", name, {
+        super().__init__(TYPE, name, {
             "vms": [_intent(vm, plan) for vm in plan.vms],
             "hardwareVersion": plan.hardware_version,
             "templateHardwareVersion": template.hardware_version,
@@ -171,7 +182,7 @@ class LabVms(pulumi.ComponentResource):
             # Guests that configure themselves (ignition, cloud-init) must not be customized.
             customize = None if extra is not None else _customization(vm, plan.domain, rdma_net.prefixlen)
 
-            memory_mb = vm.memory_gb * 1024
+            reservation_mb = memory_reservation_mb(vm)
             machine = vsphere.VirtualMachine(
                 f"{name}-{vm.name}",
                 name=vm.name,
@@ -180,10 +191,9 @@ class LabVms(pulumi.ComponentResource):
                 datastore_id=(management_datastore if on_management_host else datastore).id,
                 folder=plan.folder,
                 num_cpus=vm.cpus,
-                memory=memory_mb,
-                # vGPU VMs do not power on without all guest memory reserved.
-                memory_reservation=memory_mb if vm.vgpu_profile else None,
-                memory_reservation_locked_to_max=True if vm.vgpu_profile else None,
+                memory=memory_mb(vm),
+                memory_reservation=reservation_mb,
+                memory_reservation_locked_to_max=True if reservation_mb is not None else None,
                 # None keeps the template's version: the provider refuses to downgrade a VM.
                 hardware_version=plan.hardware_version,
                 guest_id=template.guest_id,
@@ -217,8 +227,7 @@ class LabVms(pulumi.ComponentResource):
                 running = args.deployed_vms is None or f"{name}-{vm.name}" in args.deployed_vms
                 roll = NodeRoll(
                     f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
-                    cpus=vm.cpus, memory_mb=memory_mb,
-                    memory_reservation_mb=memory_mb if vm.vgpu_profile else None,
+                    cpus=vm.cpus, memory_mb=memory_mb(vm), memory_reservation_mb=reservation_mb,
                     hardware_version=plan.hardware_version, vgpu_profile=vm.vgpu_profile,
                     kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s, new_vm=not running,
                     opts=pulumi.ResourceOptions(

@@ -26,6 +26,7 @@ from components.vsphere.provider_facts import (
     VM_DISK_REBOOT_FIELDS,
     VM_REBOOT_KEYS,
 )
+from components.vsphere.vms import TYPE as LAB_VMS
 from tools.diff.paths import (
     _MISSING,
     DYNAMIC_TYPE,
@@ -442,7 +443,6 @@ class KubernetesProviderRule(Rule):
 # as the stack made it.
 DYNAMIC_REBOOTS: dict[str, tuple[str, ...]] = {ROLL_KIND: ROLLED}
 """Dynamic kinds that power-cycle a VM, and the inputs whose change does it."""
-LAB_VMS = "gpu-lab:vsphere:LabVms"
 VGPU_KIND = VgpuProfileProvider.kind
 RETIRED_KINDS = {VGPU_KIND: "the node's roll holds the vGPU profile now: this delete leaves the vGPU on "
                                     "its VM (components/dynamic/vgpu.py, VgpuProfileProvider.delete)"}

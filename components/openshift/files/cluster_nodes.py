@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from components.openshift.files.common import render_script
 from components.openshift.plan import ClusterPlan
+from labrules.openshift import NODE_DRAIN_TIMEOUT_S
 
 CSR_TIMEOUT_S = 3600
 CSR_INTERVAL_S = 20
-DRAIN_TIMEOUT_S = 900
 
 
 def _node_names(plan: ClusterPlan, names: Sequence[str]) -> list[str]:
@@ -35,7 +35,7 @@ def render_csr_script(
 
 
 def render_remove_node_script(plan: ClusterPlan, oc_bin: str, name: str,
-                              drain_timeout_s: int = DRAIN_TIMEOUT_S) -> str:
+                              drain_timeout_s: int = NODE_DRAIN_TIMEOUT_S) -> str:
     """Cordon, drain and delete a node that leaves the lab, when the cluster answers (kubeconfig on stdin)."""
     return render_script("remove-node.sh", {
         "OC": oc_bin,
