@@ -7,8 +7,14 @@ https://docs.nvidia.com/networking/display/public/sol/rdg+for+kubernetes+cluster
 
 from __future__ import annotations
 
-# RoCE needs jumbo frames end to end: the RDG's RDMA network, vDS and vmk use MTU 9000.
-RDMA_MIN_MTU = 9000
+# The RDG's RDMA network, vDS and vmk use MTU 9000: the MTU the lab gives every hop of its RDMA
+# network unless the stack says otherwise (the vSphere section's defaults, the bare-metal hosts'
+# RoCE ports, the pods' RDMA networks).
+RDMA_MTU = 9000
+# RoCE needs jumbo frames end to end, so no hop may be below the RDG's MTU: the least the program's
+# config check and the policy pack's minMtu default allow (a stack may raise an MTU, up to the
+# switches' roce.SWITCH_MAX_MTU). The floor is the RDG's MTU itself, not a second number.
+RDMA_MIN_MTU = RDMA_MTU
 
 # Link aggregation on RDMA uplinks: never. The DeepOps RoCE guide (NVIDIA DeepOps, High-Performance
 # RoCE Implementation in Multi-Node Kubernetes Cluster,

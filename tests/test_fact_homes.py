@@ -129,3 +129,32 @@ def test_each_component_type_token_is_spelled_once():
     from tools.diff.rules import LAB_VMS
 
     assert LAB_VMS is TYPE and spelled[TYPE] == ["components/vsphere/vms.py"]
+
+
+# ---------------------------------------------------------------- the RDMA network's MTU
+
+
+def _spelled(source: str, value: int) -> list[int]:
+    """Lines of `source` that spell `value` (as a number, or in a string or docstring)."""
+    return [i for i, line in enumerate(source.splitlines(), 1) if re.search(rf"(?<![\d.]){value}(?![\d.])", line)]
+
+
+def test_the_rdma_mtu_is_spelled_in_labrules_only():
+    from components.switch.plan import host_side
+    from components.vsphere.model import DistributedSwitch, RdmaNetwork
+    from labrules.vsphere import RDMA_MIN_MTU, RDMA_MTU
+    from rules.network import MTU_SCHEMA, check_rdma_mtu
+
+    spelled = {path: lines for path, text in _sources("components", "policies", "tools", "__main__.py").items()
+               if (lines := _spelled(text, RDMA_MTU))}
+    assert spelled == {}
+    named = [line for text in _sources("labrules").values() for line in text.splitlines()
+             if _spelled(line, RDMA_MTU) and not line.startswith("#")]
+    assert named == [f"RDMA_MTU = {RDMA_MTU}"]
+    # the default the lab configures, on every hop that has one
+    assert RdmaNetwork().mtu == DistributedSwitch().mtu == host_side(None, 3, "dscp").mtu == RDMA_MTU
+    # the least the rule allows: the program's check and the pack's minMtu default, named in its description
+    assert MTU_SCHEMA.properties["minMtu"]["default"] == RDMA_MIN_MTU
+    assert f"jumbo frames, {RDMA_MIN_MTU} by default" in " ".join((check_rdma_mtu.__doc__ or "").split())
+    # the check finds the copies it replaced, and not a larger number holding the digits
+    assert _spelled("BAREMETAL_MTU = 9000\nmtu = 19000\nx = 9000.5\n", 9000) == [1]

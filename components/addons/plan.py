@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from components.addons.model import AddonsConfig
 from components.facts import VsphereFacts
 from components.mirror import MirrorPlan
+from labrules.vsphere import RDMA_MTU
 
 PVRDMA_RESOURCE = "pvrdma"  # -> rdma/pvrdma
 PVRDMA_NETWORK = "rdma-net"
@@ -177,13 +178,13 @@ def rdma_plan(net: NetworkPlan) -> RdmaPlan:
     cidr = net.rdma_cidr
     static_prefix = cidr.prefixlen if cidr else 24
     if net.mode == "pvrdma":
-        mtu = net.rdma_mtu if net.rdma_mtu is not None else 9000
+        mtu = net.rdma_mtu if net.rdma_mtu is not None else RDMA_MTU
         return RdmaPlan("pvrdma", (PVRDMA_NETWORK,), PVRDMA_STATIC_NETWORK, static_prefix,
                         ((f"rdma/{PVRDMA_RESOURCE}", 1),), net.ib_device or "vmw_pvrdma0", mtu)
     rails = net.rails
     return RdmaPlan("sriov", tuple(r.network_name for r in rails), f"{rails[0].network_name}-static",
                     static_prefix, tuple((f"{SRIOV_RESOURCE_PREFIX}/{r.resource_name}", 1) for r in rails),
-                    net.ib_device, 9000)
+                    net.ib_device, RDMA_MTU)
 
 
 @dataclass(frozen=True)

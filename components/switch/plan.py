@@ -11,10 +11,9 @@ from typing import Literal
 
 from components.facts import HostRoce, VsphereFacts
 from components.switch.model import SwitchConfig, SwitchPorts
+from labrules.vsphere import RDMA_MTU
 
 FIRST_RAIL_VLAN = 111
-# MTU a bare-metal node's RoCE ports get when no vSphere section says otherwise.
-BAREMETAL_MTU = 9000
 
 
 @dataclass(frozen=True)
@@ -81,12 +80,13 @@ def rail_vlans(ports: SwitchPorts) -> list[int]:
 def host_side(vsphere: VsphereFacts | None, pfc_priority: int, trust: str) -> HostRoce:
     """The ESXi hosts' settings when the lab has vSphere; otherwise the bare-metal script's.
 
-    hosts-baremetal.sh follows the switches' priority and trust, so only its MTU can disagree.
+    hosts-baremetal.sh follows the switches' priority and trust, so only its MTU can disagree: a
+    bare-metal node's RoCE ports get the RDG's MTU (labrules.vsphere.RDMA_MTU).
     """
     if vsphere is not None:
         return vsphere.roce
-    return HostRoce(pfc_priority, trust, BAREMETAL_MTU, "(hosts-baremetal.sh)",
-                    "(hosts-baremetal.sh)", "(hosts-baremetal.sh: BAREMETAL_MTU)")
+    return HostRoce(pfc_priority, trust, RDMA_MTU, "(hosts-baremetal.sh)",
+                    "(hosts-baremetal.sh)", "(hosts-baremetal.sh: labrules.vsphere.RDMA_MTU)")
 
 
 def switch_plan(sw: SwitchConfig, vsphere: VsphereFacts | None) -> SwitchPlan:

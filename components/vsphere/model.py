@@ -24,7 +24,7 @@ from components.model import (
     matches,
 )
 from labrules.roce import DEFAULT_PFC_PRIORITY, PFC_PRIORITY_MAX, PFC_PRIORITY_MIN
-from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS, PVRDMA_MIN_HARDWARE_VERSION
+from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS, PVRDMA_MIN_HARDWARE_VERSION, RDMA_MTU
 
 # pulumi-vsphere refuses to downgrade a VM, so hardwareVersion defaults to keeping the template's.
 
@@ -77,7 +77,7 @@ class RdmaNetwork(Model):
     cidr: Cidr = "192.168.0.0/24"
     port_group: str = "lab-rdma"
     vlan: Vlan = 0
-    mtu: int = Field(default=9000, description="MTU of the vmk and VM RDMA NICs")
+    mtu: int = Field(default=RDMA_MTU, description="MTU of the vmk and VM RDMA NICs")
     pfc_priority: int = Field(
         default=DEFAULT_PFC_PRIORITY, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX,
         description="802.1p priority the hosts' ConnectX ports send RoCE on"
@@ -93,7 +93,7 @@ class DistributedSwitch(Model):
     name: str = "lab-roce-vds"
     version: str = Field(default="6.6.0", pattern=r"^\d+\.\d+\.\d+$",
                          description="vDS version; PVRDMA needs 6.5.0 or later")
-    mtu: int = 9000
+    mtu: int = RDMA_MTU
     lacp: bool = Field(default=False, description="must stay false: RoCE uplinks are not aggregated")
 
 

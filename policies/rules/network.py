@@ -77,7 +77,7 @@ MTU_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_rdma_mtu(args, report_violation) -> None:
-    """Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames, 9000 by
+    """Every hop of the RDMA network (vDS, RDMA vmk, fabric setting, switch ports) uses jumbo frames, {min_mtu} by
     default. NVIDIA RDG for vSphere PVRDMA builds the RoCE network with jumbo frames; a
     smaller MTU anywhere on the path caps RDMA message size and throughput."""
     cfg = settings(args, MTU_SCHEMA)
@@ -111,6 +111,9 @@ def _mtu_at_least(report_violation, what: str, raw, minimum: int, unset) -> None
         report_violation(f"{what} is {mtu}; RoCE needs jumbo frames end to end: set {minimum} or more")
 
 
+# The description names labrules' floor, minMtu's default: a docstring cannot be an f-string (under -OO, no
+# docstring stays none, and declare refuses the rule as before).
+check_rdma_mtu.__doc__ = (check_rdma_mtu.__doc__ or "").format(min_mtu=RDMA_MIN_MTU) or None
 rdma_mtu = resource_policy("vsphere-rdma-mtu", MANDATORY, check_rdma_mtu, MTU_SCHEMA,
                            types=(DVS, VNIC, ROCE_FABRIC, SPECTRUM))
 
