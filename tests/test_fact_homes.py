@@ -158,3 +158,18 @@ def test_the_rdma_mtu_is_spelled_in_labrules_only():
     assert f"jumbo frames, {RDMA_MIN_MTU} by default" in " ".join((check_rdma_mtu.__doc__ or "").split())
     # the check finds the copies it replaced, and not a larger number holding the digits
     assert _spelled("BAREMETAL_MTU = 9000\nmtu = 19000\nx = 9000.5\n", 9000) == [1]
+
+
+# ---------------------------------------------------------------- the OpenShift load balancer's ports
+
+
+def test_the_pack_names_the_load_balancer_ports_from_labrules():
+    from labrules.openshift import API_PORT, HTTP_PORT, HTTPS_PORT, LOAD_BALANCER_PORTS, MACHINE_CONFIG_PORT
+    from rules.openshift import LB_SCHEMA, check_lb_ports
+
+    spelled = {path: lines for path, text in _sources("policies").items()
+               if (lines := [n for port in (API_PORT, MACHINE_CONFIG_PORT) for n in _spelled(text, port)])}
+    assert spelled == {}
+    assert LB_SCHEMA.properties["requiredPorts"]["default"] == list(LOAD_BALANCER_PORTS)
+    assert (f"serves {API_PORT} (API), {MACHINE_CONFIG_PORT} (machine config), {HTTP_PORT} and {HTTPS_PORT} "
+            "(ingress)") in " ".join((check_lb_ports.__doc__ or "").split())

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pulumi_policy import PolicyConfigSchema
 
-from labrules.openshift import CONTROL_PLANE_NODES, LOAD_BALANCER_PORTS
+from labrules.openshift import (
+    API_PORT,
+    CONTROL_PLANE_NODES,
+    HTTP_PORT,
+    HTTPS_PORT,
+    LOAD_BALANCER_PORTS,
+    MACHINE_CONFIG_PORT,
+)
 
 from .declare import ADVISORY, MANDATORY, resource_policy, stack_policy
 from .props import (
@@ -71,7 +78,7 @@ LB_SCHEMA = PolicyConfigSchema(properties={
 
 
 def check_lb_ports(args, report_violation) -> None:
-    """The cluster load balancer serves 6443 (API), 22623 (machine config), 80 and 443 (ingress), each with
+    """The cluster load balancer serves {api} (API), {mcs} (machine config), {http} and {https} (ingress), each with
     backend nodes. NVIDIA/Red Hat OpenShift GPU guide: its HAProxy fronts these four ports;
     without any one of them nodes cannot join or applications cannot be reached."""
     if args.resource_type != OPENSHIFT:
@@ -89,7 +96,7 @@ def check_lb_ports(args, report_violation) -> None:
         if missing:
             report_violation(
                 f"the load balancer does not serve port(s) {missing}; it must serve {required} "
-                "(API 6443, machine config 22623, ingress 80/443)"
+                f"(API {API_PORT}, machine config {MACHINE_CONFIG_PORT}, ingress {HTTP_PORT}/{HTTPS_PORT})"
             )
     if isinstance(backends, dict):
         for port in required:
@@ -104,6 +111,10 @@ def _as_ports(frontends) -> set:
     return {as_int(f) for f in as_list(frontends)}
 
 
+# The description names labrules' ports: a docstring cannot be an f-string (under -OO, no docstring stays
+# none, and declare refuses the rule as before).
+check_lb_ports.__doc__ = (check_lb_ports.__doc__ or "").format(
+    api=API_PORT, mcs=MACHINE_CONFIG_PORT, http=HTTP_PORT, https=HTTPS_PORT) or None
 lb_ports = resource_policy("openshift-lb-required-ports", MANDATORY, check_lb_ports, LB_SCHEMA, types=(OPENSHIFT,))
 
 
