@@ -23,3 +23,9 @@ LOAD_BALANCER_PORTS = (API_PORT, MACHINE_CONFIG_PORT, HTTP_PORT, HTTPS_PORT)
 # script's, and the roll's for a roll recorded before it carried its own (components/dynamic/roll.py,
 # whose provider process loads no config model, reads it here).
 NODE_DRAIN_TIMEOUT_S = 900
+
+# The oc binary the lab runs (CSR approval, a node's drain), by name on PATH, unless
+# gpu-lab:openshift.oc says otherwise: the section's default, the lab plan's for a lab without the
+# section (components/lab_plan.py), and the roll's for a roll recorded without one
+# (components/dynamic/roll.py, whose provider process loads no config model, reads it here).
+DEFAULT_OC = "oc"

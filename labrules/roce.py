@@ -18,6 +18,9 @@ DEFAULT_ECN_MAX_KB = 1500
 # A threshold is a queue depth in KB: 0 would mark from an empty queue.
 ECN_MIN_KB_FLOOR = 1
 
+# Standard Ethernet's MTU (IEEE 802.3: a 1500-byte payload): the least MTU a hop may be set to (a switch
+# port's mtu, the pack's minMtu), and what vSphere gives a vDS (maxMtu) or a vmk (mtu) that sets none.
+ETHERNET_MTU = 1500
 # Largest MTU a Spectrum switch port takes (Onyx and Cumulus: 9216).
 SWITCH_MAX_MTU = 9216
 

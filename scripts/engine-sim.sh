@@ -101,6 +101,7 @@ from components.dynamic.host_settings import (
 )
 from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
 from components.dynamic.roll import NodeRoll
+from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
 
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
@@ -117,8 +118,8 @@ HostModuleOptions("connectx-qos", conn, host, "nmlx5_core", cfg.require("moduleO
 # the profile is rolled.
 NodeRoll("roll", conn, vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker",
          cpus=cfg.require_int("cpus"), memory_mb=cfg.require_int("memoryMb"), memory_reservation_mb=None,
-         hardware_version=None, vgpu_profile=cfg.require("vgpuProfile"), kubeconfig=None, oc="oc",
-         drain_timeout_s=900, new_vm=True, opts=opts)
+         hardware_version=None, vgpu_profile=cfg.require("vgpuProfile"), kubeconfig=None, oc=DEFAULT_OC,
+         drain_timeout_s=NODE_DRAIN_TIMEOUT_S, new_vm=True, opts=opts)
 EOF
 cd "$WORK/proj"
 run stack.log pulumi stack init sim

@@ -97,6 +97,7 @@ if dynamic.is_dir():
 
     if (dynamic / "roll.py").is_file() and "class VmVgpuProfile" not in (dynamic / "vgpu.py").read_text():
         from components.dynamic.roll import NodeRoll  # the node's roll holds the vGPU
+        from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S  # the lab's defaults for its rolls
     else:
         from components.dynamic.vgpu import VmVgpuProfile
 
@@ -123,8 +124,8 @@ if NodeRoll is None:
 else:  # the VM's own size: the roll asks for nothing but the vGPU the older release attached
     NodeRoll("vgpu-roll", conn, vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker",
              cpus=cfg.require_int("vmCpus"), memory_mb=cfg.require_int("vmMemory"), memory_reservation_mb=None,
-             hardware_version=None, vgpu_profile="grid_v100-8c", kubeconfig=None, oc="oc", drain_timeout_s=900,
-             opts=opts)
+             hardware_version=None, vgpu_profile="grid_v100-8c", kubeconfig=None, oc=DEFAULT_OC,
+             drain_timeout_s=NODE_DRAIN_TIMEOUT_S, opts=opts)
 EOF
 cd "$WORK/proj"
 run stack.log pulumi stack init sim

@@ -110,25 +110,108 @@ def test_the_memory_reservation_is_decided_once():
 
 # ---------------------------------------------------------------- the components' type tokens
 
-TYPE_TOKEN = re.compile(r"^gpu-lab:[a-z]+:[A-Za-z]+$")
+TYPE_TOKEN = re.compile(r"gpu-lab:[a-z]+:[A-Z][A-Za-z]*")
+"""A component's type token, `gpu-lab:<section>:<Name>`, wherever it stands in a line (a constant, part of a
+URN or a message, a comment); config keys (`gpu-lab:openshift.oc`, `gpu-lab:kubeconfig`) are not tokens."""
 
 
-def _type_tokens(source: str) -> set[str]:
-    return {node.value for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and TYPE_TOKEN.match(node.value)}
+def _type_tokens(source: str) -> list[tuple[int, str]]:
+    return [(i, token) for i, line in enumerate(source.splitlines(), 1) for token in TYPE_TOKEN.findall(line)]
 
 
-def test_each_component_type_token_is_spelled_once():
-    # The program and its tools (the policy pack never imports the program: it has its own names).
-    spelled: dict[str, list[str]] = {}
-    for path, text in _sources("components", "tools", "__main__.py").items():
-        for token in _type_tokens(text):
-            spelled.setdefault(token, []).append(path)
-    assert {token: paths for token, paths in spelled.items() if len(paths) > 1} == {}
-    from components.vsphere.vms import TYPE
+def test_each_component_type_token_is_spelled_in_labrules_only():
+    import labrules.types
+    from components.addons import component as addons
+    from components.openshift import component as openshift
+    from components.switch import component as switch
+    from components.vsphere import fabric, vms
+    from rules import commands, mirror, props
     from tools.diff.rules import LAB_VMS
 
-    assert LAB_VMS is TYPE and spelled[TYPE] == ["components/vsphere/vms.py"]
+    # The program, its tools and the policy pack read them from labrules.types (the tests keep the literals
+    # that pin the wire format of old state).
+    spelled = {path: tokens for path, text in _sources("components", "policies", "tools", "__main__.py").items()
+               if (tokens := _type_tokens(text))}
+    assert spelled == {}
+    defined = {name: value for name, value in vars(labrules.types).items() if name.isupper()}
+    assert sorted(token for _, token in _type_tokens((ROOT / "labrules" / "types.py").read_text())) == sorted(
+        defined.values())
+    # every token the program registers is one of them, and the pack selects by the same objects
+    assert (vms.TYPE, switch.TYPE, openshift.TYPE, openshift.NODES_TYPE) == (
+        labrules.types.LAB_VMS, labrules.types.SPECTRUM_SWITCH, labrules.types.OPENSHIFT_UPI,
+        labrules.types.CLUSTER_NODES)
+    assert fabric.ROCE_FABRIC is labrules.types.ROCE_FABRIC and addons.CLUSTER_ADDONS is labrules.types.CLUSTER_ADDONS
+    assert (props.ROCE_FABRIC, props.LAB_VMS, props.SPECTRUM, props.OPENSHIFT, mirror.CLUSTER_ADDONS) == (
+        labrules.types.ROCE_FABRIC, labrules.types.LAB_VMS, labrules.types.SPECTRUM_SWITCH,
+        labrules.types.OPENSHIFT_UPI, labrules.types.CLUSTER_ADDONS)
+    assert [component for component, _ in commands.PINNED_BY] == [labrules.types.OPENSHIFT_UPI,
+                                                                  labrules.types.SPECTRUM_SWITCH]
+    assert LAB_VMS is vms.TYPE
+    # the check finds the copies it replaced, and not a config key
+    assert _type_tokens('LAB_VMS = "gpu-lab:vsphere:LabVms"\n'
+                        'PINNED_BY = (("gpu-lab:openshift:OpenShiftUpi", "openshift.helper.hostKey"),)\n'
+                        'urn = f"urn:pulumi:{stack}::gpu-lab::gpu-lab:addons:ClusterAddons::addons"\n'
+                        'oc = config.get("gpu-lab:openshift.oc")\n') == [
+        (1, "gpu-lab:vsphere:LabVms"), (2, "gpu-lab:openshift:OpenShiftUpi"), (3, "gpu-lab:addons:ClusterAddons")]
+
+
+# ---------------------------------------------------------------- the default oc binary
+
+
+def _oc_defaults(source: str) -> list[int]:
+    """Lines of `source` that give the oc binary a default of their own: the string "oc" assigned, defaulted
+    (`x or "oc"`, a parameter's or a keyword's value); reading the input named "oc" is not one."""
+    tree = ast.parse(source)
+    values = [node.value for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.keyword))]
+    values += [v for node in ast.walk(tree) if isinstance(node, ast.BoolOp) for v in node.values]
+    values += [d for node in ast.walk(tree) if isinstance(node, ast.arguments) for d in node.defaults + node.kw_defaults
+               if d is not None]
+    return sorted({v.lineno for v in values if isinstance(v, ast.Constant) and v.value == "oc"})
+
+
+ENGINE_SCRIPTS = ("scripts/engine-sim.sh", "scripts/engine-upgrade.sh")
+
+
+def _engine_program(script: str) -> str:
+    """The Python program an engine script writes for its Pulumi project (its `__main__.py` heredoc)."""
+    text = (ROOT / script).read_text()
+    match = re.search(r"""cat >"\$WORK/proj/__main__\.py" <<'EOF'\n(.*?)\nEOF\n""", text, re.S)
+    assert match, script
+    return match.group(1)
+
+
+def test_the_default_oc_is_defined_in_labrules_only():
+    from components.openshift.model import DEFAULT_OC as MODEL_OC
+    from components.openshift.model import OpenShiftConfig
+    from labrules.openshift import DEFAULT_OC
+
+    assert MODEL_OC is DEFAULT_OC and OpenShiftConfig.model_fields["oc"].default == DEFAULT_OC
+    sources = {**_sources("components", "tools", "__main__.py"),
+               **{script: _engine_program(script) for script in ENGINE_SCRIPTS}}
+    assert {path: lines for path, text in sources.items() if (lines := _oc_defaults(text))} == {}
+    # the check finds the defaults it replaced, not the input's name
+    assert _oc_defaults('DEFAULT_OC = "oc"\n'
+                        'oc = shutil.which(str(inputs.get("oc") or "oc"))\n'
+                        'NodeRoll("r", conn, oc="oc", drain_timeout_s=900)\n'
+                        'def drain(oc: str = "oc"): ...\n'
+                        'props = {"oc": oc, "kind": KIND}\n') == [1, 2, 3, 4]
+
+
+def _literal_keywords(source: str, names: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(line, keyword) of each call in `source` that passes one of `names` a literal."""
+    return [(node.lineno, kw.arg) for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+            for kw in node.keywords if kw.arg in names and isinstance(kw.value, ast.Constant)]
+
+
+def test_the_engine_scripts_roll_with_the_labs_defaults():
+    for script in ENGINE_SCRIPTS:
+        program = _engine_program(script)
+        assert _literal_keywords(program, ("oc", "drain_timeout_s")) == [], script
+        assert "from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S" in program, script
+        compile(program, script, "exec")
+    # the check finds the literals it replaced
+    assert _literal_keywords('NodeRoll("r", conn, oc="oc", drain_timeout_s=900, opts=opts)\n',
+                             ("oc", "drain_timeout_s")) == [(1, "oc"), (1, "drain_timeout_s")]
 
 
 # ---------------------------------------------------------------- the RDMA network's MTU
@@ -173,3 +256,42 @@ def test_the_pack_names_the_load_balancer_ports_from_labrules():
     assert LB_SCHEMA.properties["requiredPorts"]["default"] == list(LOAD_BALANCER_PORTS)
     assert (f"serves {API_PORT} (API), {MACHINE_CONFIG_PORT} (machine config), {HTTP_PORT} and {HTTPS_PORT} "
             "(ingress)") in " ".join((check_lb_ports.__doc__ or "").split())
+
+
+def test_the_api_port_is_spelled_in_labrules_only():
+    from components.openshift.files.installer import PLACEHOLDER_KUBECONFIG
+    from labrules.openshift import API_PORT
+
+    spelled = {path: lines for path, text in _sources("components", "tools", "__main__.py").items()
+               if (lines := _spelled(text, API_PORT))}
+    assert spelled == {}
+    assert f"https://api.placeholder.invalid:{API_PORT}" in PLACEHOLDER_KUBECONFIG
+
+
+# ---------------------------------------------------------------- Ethernet's MTU, the least an MTU may be
+
+
+def _int_constants(source: str, value: int) -> list[int]:
+    """Lines of `source` that write the number `value` (not in a string: the guide's ECN maximum, 1500 KB, is
+    another fact, labrules.roce.DEFAULT_ECN_MAX_KB, named in docstrings)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Constant) and type(node.value) is int and node.value == value)
+
+
+def test_the_ethernet_mtu_is_defined_in_labrules_only():
+    from components.switch.model import RoceSettings
+    from labrules.roce import ETHERNET_MTU
+    from rules.network import MTU_SCHEMA, VSPHERE_DEFAULT_MTU
+
+    spelled = {path: lines for path, text in _sources("components", "policies", "tools", "__main__.py").items()
+               if (lines := _int_constants(text, ETHERNET_MTU))}
+    assert spelled == {}
+    named = [name for text in _sources("labrules").values()
+             for name in _assigned_names(text, ".") if re.search(rf"^{name} = {ETHERNET_MTU}$", text, re.M)]
+    assert sorted(named) == ["DEFAULT_ECN_MAX_KB", "ETHERNET_MTU"]
+    # the switch port's floor, the pack's minMtu floor, and what vSphere leaves an unset MTU at
+    assert [getattr(m, "ge", None) for m in RoceSettings.model_fields["mtu"].metadata][0] == ETHERNET_MTU
+    assert MTU_SCHEMA.properties["minMtu"]["minimum"] == VSPHERE_DEFAULT_MTU == ETHERNET_MTU
+    # the check finds the copies it replaced
+    assert _int_constants('VSPHERE_DEFAULT_MTU = 1500\nmtu: int = Field(ge=1500)\nx = {"minimum": 1500}\n'
+                          '"""150 KB / 1500 KB"""\n', 1500) == [1, 2, 3]

@@ -23,6 +23,7 @@ from components.addons.mpi import deploy_mpi_operator
 from components.addons.plan import AddonsPlan
 from components.addons.rdma import deploy_network
 from components.secrets import LabSecrets
+from labrules.types import CLUSTER_ADDONS
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class ClusterAddons(pulumi.ComponentResource):
         if addons.mirror is not None:
             # the policy pack holds every add-on to it (policies/rules/mirror.py)
             props["mirror"] = {"registry": addons.mirror.registry, "charts": addons.mirror.charts}
-        super().__init__("gpu-lab:addons:ClusterAddons", name, props, opts)
+        super().__init__(CLUSTER_ADDONS, name, props, opts)
         mirror = addons.mirror
         if mirror is not None and mirror.ca_bundle is not None and mirror.chart_ca_file is None:
             pulumi.log.warn(f"gpu-lab:mirror.caBundle does not reach Helm for the oci:// charts at {mirror.charts}: "

@@ -45,7 +45,7 @@ from components.dynamic.provider import (
     _plain,
 )
 from components.vsphere.provider_facts import ROLLED_VM_SETTINGS
-from labrules.openshift import NODE_DRAIN_TIMEOUT_S
+from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
 from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS  # noqa: F401 - the bounds check() applies
 
 KIND = "vsphere-vm-roll"
@@ -723,9 +723,9 @@ def _cluster(inputs: dict[str, Any], name: str) -> Iterator[_RollNode | None]:
     if not kubeconfig:
         raise RollStepError(name, "ask the cluster", "a control-plane node and no kubeconfig for its cluster",
                             _todo("ask the cluster", name))
-    oc = shutil.which(str(inputs.get("oc") or "oc"))
+    oc = shutil.which(str(inputs.get("oc") or DEFAULT_OC))
     if oc is None:
-        raise RollStepError(name, "ask the cluster", f"oc not found as {inputs.get('oc') or 'oc'!r}",
+        raise RollStepError(name, "ask the cluster", f"oc not found as {inputs.get('oc') or DEFAULT_OC!r}",
                             "Set gpu-lab:openshift.oc to the oc binary; nothing was changed. Then `pulumi up`")
     handle, path = tempfile.mkstemp(prefix="gpu-lab-kubeconfig-")  # mode 0600, under TMPDIR
     try:

@@ -49,9 +49,9 @@ from components.openshift.plan import ClusterPlan
 from components.secrets import LabSecrets, secret_output
 from components.ssh.host_key import host_key_check
 from labrules.openshift import API_PORT
+from labrules.types import CLUSTER_NODES as NODES_TYPE
+from labrules.types import OPENSHIFT_UPI as TYPE
 
-TYPE = "gpu-lab:openshift:OpenShiftUpi"
-NODES_TYPE = "gpu-lab:openshift:ClusterNodes"
 DIAL_ERROR_LIMIT = 10
 PER_DIAL_TIMEOUT_S = 30
 

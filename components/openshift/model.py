@@ -15,13 +15,9 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field
 
 from components.model import Cidr, HostName, IPv4, MacAddress, Model, SshPublicKey, matches
-from labrules.openshift import NODE_DRAIN_TIMEOUT_S
+from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
-
-DEFAULT_OC = "oc"
-"""The oc binary, by name on PATH, unless gpu-lab:openshift.oc says otherwise (a lab without the section
-drains its nodes with it too: components/lab_plan.py)."""
 
 Domain = Annotated[str, matches(
     r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",

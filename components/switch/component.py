@@ -17,8 +17,7 @@ from pulumi_command import remote
 from components.ssh.host_key import host_key_check
 from components.switch.files import apply_digest, render_apply, render_login_check, render_undo, undo_items
 from components.switch.plan import SwitchPlan
-
-TYPE = "gpu-lab:switch:SpectrumSwitch"
+from labrules.types import SPECTRUM_SWITCH as TYPE
 
 
 @dataclass(frozen=True)

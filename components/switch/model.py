@@ -21,6 +21,7 @@ from labrules.roce import (
     DEFAULT_PFC_PRIORITY,
     DEFAULT_TRAFFIC_CLASS,
     ECN_MIN_KB_FLOOR,
+    ETHERNET_MTU,
     PFC_PRIORITY_MAX,
     PFC_PRIORITY_MIN,
     SWITCH_MAX_MTU,
@@ -74,7 +75,7 @@ class RoceSettings(Model):
     pfc_priority: int = Field(default=DEFAULT_PFC_PRIORITY, ge=PFC_PRIORITY_MIN, le=PFC_PRIORITY_MAX,
                               description="802.1p priority that PFC protects (RoCE)")
     trust: Literal["dscp", "pcp"] = Field(default="dscp", description="what the switch classifies RoCE by")
-    mtu: int = Field(default=SWITCH_MAX_MTU, ge=1500, le=SWITCH_MAX_MTU, description="MTU of the RoCE ports")
+    mtu: int = Field(default=SWITCH_MAX_MTU, ge=ETHERNET_MTU, le=SWITCH_MAX_MTU, description="MTU of the RoCE ports")
     buffer_kb: int = Field(default=SN2700_BUFFER_KB, ge=1,
                            description="shared packet buffer of the switch in KB (SN2700: 16 MB); "
                                        "ECN thresholds must fit")

@@ -26,6 +26,7 @@ from components.dynamic.provider import VcenterConnection
 from components.model import resource_slug
 from components.roce.host import nmlx5_module_options
 from components.vsphere.plan import PortGroup, RoceFabricPlan
+from labrules.types import ROCE_FABRIC
 
 PVRDMA_VMKNIC_OPTION = "Net.PVRDMAVmknic"
 PVRDMA_RULESET = "pvrdma"
@@ -72,7 +73,7 @@ class RoceFabric(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RoceFabricArgs, opts: pulumi.ResourceOptions | None = None):
         plan = args.plan
-        super().__init__("gpu-lab:vsphere:RoceFabric", name, {
+        super().__init__(ROCE_FABRIC, name, {
             "vdsName": plan.vds_name,
             "rdmaMtu": plan.rdma_mtu,
             "rdmaCidr": plan.rdma_cidr,

@@ -29,6 +29,7 @@ from components.secrets import LabSecrets
 from components.vsphere.fabric import RoceFabric
 from components.vsphere.plan import LabVmsPlan
 from components.vsphere.provider_facts import FIRST_BOOT_INPUTS, ROLLED_VM_SETTINGS, VIRTUAL_MACHINE, VM_REBOOT_KEYS
+from labrules.types import LAB_VMS
 from labrules.vsphere import MANAGEMENT_ADAPTER, PVRDMA_ADAPTER
 
 
@@ -69,7 +70,7 @@ def split_vcenter_address(address: str) -> tuple[str, int]:
 
 VM_TYPE = VIRTUAL_MACHINE
 """pulumi-vsphere's VM resource type, as the state records it."""
-TYPE = "gpu-lab:vsphere:LabVms"
+TYPE = LAB_VMS
 """The LabVms component's type token (make diff reads the VMs' intent by it)."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import PolicyConfigSchema
 
 from labrules.commands import DIAL_ERROR_LIMIT, PER_DIAL_TIMEOUT_SECONDS
+from labrules.types import OPENSHIFT_UPI, SPECTRUM_SWITCH
 
 from .declare import ADVISORY, resource_policy
 from .props import UNKNOWN, as_int, props_of, reveal, settings, under_component
@@ -55,8 +56,8 @@ connect_timeout = resource_policy("command-connect-timeout", ADVISORY, check_con
 
 
 # The components whose remote commands the program registers, and the setting that pins each one's host.
-PINNED_BY = (("gpu-lab:openshift:OpenShiftUpi", "openshift.helper.hostKey"),
-             ("gpu-lab:switch:SpectrumSwitch", "switches[].hostKey of the switch at that address"))
+PINNED_BY = ((OPENSHIFT_UPI, "openshift.helper.hostKey"),
+             (SPECTRUM_SWITCH, "switches[].hostKey of the switch at that address"))
 SSH_DEFAULT_PORT = 22
 
 

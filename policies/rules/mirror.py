@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from labrules.mirror import image_host, is_public, url_host
+from labrules.types import CLUSTER_ADDONS
 
 from .declare import MANDATORY, stack_policy
 from .kubernetes import containers
 from .props import known, reveal, stack_resources
 
-CLUSTER_ADDONS = "gpu-lab:addons:ClusterAddons"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 _CONFIG_TYPES = ("kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml/v2:ConfigGroup",
                  "kubernetes:yaml:ConfigFile", "kubernetes:yaml:ConfigGroup")

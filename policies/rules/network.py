@@ -7,7 +7,7 @@ from collections import Counter
 
 from pulumi_policy import PolicyConfigSchema
 
-from labrules.roce import SWITCH_MAX_MTU
+from labrules.roce import ETHERNET_MTU, SWITCH_MAX_MTU
 from labrules.vsphere import LACP_ALLOWED_ON_RDMA_UPLINKS, PVRDMA_ADAPTER, RDMA_MIN_MTU, RDMA_UPLINKS_PER_HOST
 
 from .declare import MANDATORY, resource_policy, stack_policy
@@ -39,7 +39,7 @@ from .props import (
     under_component,
 )
 
-VSPHERE_DEFAULT_MTU = 1500  # what vSphere uses when maxMtu / mtu is not set
+VSPHERE_DEFAULT_MTU = ETHERNET_MTU  # what vSphere uses when maxMtu / mtu is not set
 
 
 def _in_fabric(args) -> bool:
@@ -70,7 +70,7 @@ vds_no_lacp = resource_policy("vsphere-vds-no-lacp", MANDATORY, check_vds_no_lac
 
 MTU_SCHEMA = PolicyConfigSchema(properties={
     "minMtu": {
-        "type": "integer", "minimum": 1500, "maximum": SWITCH_MAX_MTU, "default": RDMA_MIN_MTU,
+        "type": "integer", "minimum": ETHERNET_MTU, "maximum": SWITCH_MAX_MTU, "default": RDMA_MIN_MTU,
         "description": "smallest MTU allowed on the RDMA network (vDS, vmk, fabric, switch ports)",
     },
 })

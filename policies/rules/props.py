@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pulumi_policy import Secret
 
+# the lab's component types: the rules import them from here (labrules.types spells each once)
+from labrules.types import LAB_VMS, OPENSHIFT_UPI, ROCE_FABRIC, SPECTRUM_SWITCH  # noqa: F401
+
 # SIG_KEY, SECRET_SIG, decode and keep_secret_markers are read from here by the pack and the tests
 from .pulumi_policy_internals import (  # noqa: F401
     SECRET_SIG,
@@ -316,7 +319,5 @@ DPG = "vsphere:index/distributedPortGroup:DistributedPortGroup"
 VNIC = "vsphere:index/vnic:Vnic"
 VM = "vsphere:index/virtualMachine:VirtualMachine"
 DYNAMIC = "pulumi-python:dynamic:Resource"
-ROCE_FABRIC = "gpu-lab:vsphere:RoceFabric"
-LAB_VMS = "gpu-lab:vsphere:LabVms"
-SPECTRUM = "gpu-lab:switch:SpectrumSwitch"
-OPENSHIFT = "gpu-lab:openshift:OpenShiftUpi"
+SPECTRUM = SPECTRUM_SWITCH
+OPENSHIFT = OPENSHIFT_UPI

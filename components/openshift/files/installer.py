@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from components.openshift.files.common import file_bundle, render_script
 from components.openshift.files.ignition import IGNITION_SPEC
+from labrules.openshift import API_PORT
 
 # Files openshift-install leaves in the install dir that the stack keeps, by the key the component
 # reads them under: the ignition (the master and worker files are pointers to the machine-config
@@ -67,18 +68,18 @@ def render_wait_script(install_dir: str, installer: str, stage: str) -> str:
     return render_script("wait-for.sh", {"INSTALL_DIR": install_dir, "INSTALLER": installer, "WAIT_STAGE": stage})
 
 
-PLACEHOLDER_KUBECONFIG = """apiVersion: v1
+PLACEHOLDER_KUBECONFIG = f"""apiVersion: v1
 kind: Config
 clusters:
 - name: placeholder
-  cluster: {server: "https://api.placeholder.invalid:6443"}
+  cluster: {{server: "https://api.placeholder.invalid:{API_PORT}"}}
 contexts:
 - name: placeholder
-  context: {cluster: placeholder, user: admin}
+  context: {{cluster: placeholder, user: admin}}
 current-context: placeholder
 users:
 - name: admin
-  user: {token: placeholder}
+  user: {{token: placeholder}}
 """
 
 

@@ -1,0 +1,22 @@
+"""The lab's component type tokens: `gpu-lab:<section>:<Name>`, each written here once.
+
+The engine records a component by its type token (it is part of every child's URN), the program
+registers each component under it (components/), and the policy pack finds the components by it
+(policies/rules/). Renaming one orphans a running lab's state: the engine would replace the component
+and every child, so these strings are the wire format, not a style.
+"""
+
+from __future__ import annotations
+
+# The RoCE vDS, its port groups and the worker hosts' PVRDMA settings (components/vsphere/fabric.py).
+ROCE_FABRIC = "gpu-lab:vsphere:RoceFabric"
+# The control-plane, bootstrap and vGPU worker VMs and their rolls (components/vsphere/vms.py).
+LAB_VMS = "gpu-lab:vsphere:LabVms"
+# One NVIDIA Spectrum switch configured for RoCE over SSH (components/switch/component.py).
+SPECTRUM_SWITCH = "gpu-lab:switch:SpectrumSwitch"
+# The OpenShift UPI install: helper node, load balancer, installer (components/openshift/component.py).
+OPENSHIFT_UPI = "gpu-lab:openshift:OpenShiftUpi"
+# The cluster's nodes after the install: adding and removing workers (components/openshift/component.py).
+CLUSTER_NODES = "gpu-lab:openshift:ClusterNodes"
+# Everything installed on the running cluster: operators, RDMA networks, jobs (components/addons/component.py).
+CLUSTER_ADDONS = "gpu-lab:addons:ClusterAddons"
