@@ -1,4 +1,5 @@
-"""Shared fixtures: the tests' own lab stack (tests/builders.py), and the CI rule for skips.
+"""Shared fixtures: the tests' own lab stack (tests/builders.py), lab-vcsim for the tests of
+components/vsphere and of the dynamic providers (tests/lab_vcsim.py), and the CI rule for skips.
 
 pytest.ini puts the repository, policies/ and tests/ on the import path: helpers that the tests of
 more than one area use live in tests/ and are imported by bare name (docs/tests.md).
@@ -22,6 +23,36 @@ def lab_sections(lab_config) -> dict:
     import builders
 
     return builders.sections(lab_config)
+
+
+@pytest.fixture(scope="session")
+def vcsim(tmp_path_factory: pytest.TempPathFactory):
+    """lab-vcsim on a loopback port with the test admin, for the whole session (tests/lab_vcsim.py)."""
+    from lab_vcsim import running_lab_vcsim
+
+    with running_lab_vcsim(tmp_path_factory, "vcsim") as sim:
+        yield sim
+
+
+@pytest.fixture(scope="session")
+def si(vcsim):
+    """A session of our own, to read vSphere state independently of the code under test."""
+    from components.dynamic import hostops
+
+    with hostops.session(vcsim.server, vcsim.user, vcsim.password, port=vcsim.port, insecure=True) as service:
+        yield service
+
+
+@pytest.fixture()
+def conn_props(vcsim) -> dict:
+    """The connection inputs as a provider receives them from the engine."""
+    return {
+        "server": vcsim.server,
+        "user": vcsim.user,
+        "password": vcsim.password,
+        "insecure": True,
+        "port": vcsim.port,
+    }
 
 
 IN_CI = os.environ.get("CI") == "true"

@@ -483,3 +483,46 @@ def test_the_sdk_boundary_modules_are_where_the_internals_are():
 ])
 def test_the_rule_would_catch_a_violation(source, found):
     assert sdk_internals_used(source) == found
+
+
+# ---------------------------------------------------------------- the tests mirror the source tree
+
+SIMULATOR_TESTS = "test_lab_vcsim*.py"
+"""lab-vcsim's own tests (simulator/): they talk to it through components.dynamic.hostops, their only import."""
+
+
+def _components_imported(path: Path) -> set[str]:
+    """The components modules a test file imports, at any depth: what its tests are about."""
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {_resolve(a.name) for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {_resolve(f"{node.module}.{a.name}") or _resolve(node.module) for a in node.names}
+    return {m for m in found if m is not None and m.split(".")[0] == "components"}
+
+
+def test_the_dynamic_providers_tests_live_in_tests_dynamic():
+    # tests/<area> holds the tests of components/<area>: a test of tests/vsphere whose only subject is
+    # a dynamic provider (components/dynamic) belongs in tests/dynamic, lab-vcsim's own tests aside
+    assert (REPO / "components" / "dynamic" / "__init__.py").is_file()
+    assert {p.name for p in (REPO / "tests" / "dynamic").glob("test_*.py")} >= {
+        "test_dynamic_providers.py", "test_node_roll.py", "test_hostops_vcsim.py"}
+    stray = []
+    for path in sorted((REPO / "tests" / "vsphere").glob("test_*.py")):
+        subjects = _components_imported(path)
+        if subjects and all(m.startswith("components.dynamic.") for m in subjects) \
+                and not fnmatch.fnmatch(path.name, SIMULATOR_TESTS):
+            stray.append(path.name)
+    assert stray == []
+
+
+def test_the_mirror_rule_reads_a_test_s_subjects():
+    # guards the rule above against a reading that finds nothing
+    assert _components_imported(REPO / "tests" / "dynamic" / "test_node_roll.py") >= {
+        "components.dynamic.hostops", "components.dynamic.roll"}
+    assert _components_imported(REPO / "tests" / "vsphere" / "test_lab_vcsim.py") == {"components.dynamic.hostops"}
+    assert "components.vsphere.vms" in _components_imported(REPO / "tests" / "vsphere" / "test_day2_vsphere.py")
+    # a provider's test left in tests/vsphere would be found
+    assert all(m.startswith("components.dynamic.")
+               for m in _components_imported(REPO / "tests" / "dynamic" / "test_pending_reboot.py"))

@@ -223,7 +223,7 @@ def test_change_the_vgpu_profile(plan):
     base = plan(builders.lab_stack())
     new = plan(builders.with_value(builders.lab_stack(), "gpu-lab:vsphere.workers.vgpuProfile", "grid_v100-32c"))
     # An update of each worker's NodeRoll, each powering its VM off and on (the vGPU device changes only
-    # on a powered-off VM), one after the other (test_node_roll.py). VmVgpuProfile keeps the profile
+    # on a powered-off VM), one after the other (tests/dynamic/test_node_roll.py). VmVgpuProfile keeps the profile
     # it attached (ignore_changes): it is not updated.
     assert engine_steps(base, new) == {f"vms-{w}-roll": "reboot vgpuProfile" for w in builders.WORKERS}
     assert rolls(base, new) == [{"effect": "reboot", "nodes": builders.WORKERS, "oneAtATime": True}]
@@ -273,15 +273,15 @@ def test_change_the_connectx_pfc_priority(plan):
     base = plan(builders.lab_stack())
     new = plan(config)
     # nmlx5_core's options on each worker host, updated in place; reported pending until the host
-    # reboots (hostsPendingReboot, test_pending_reboot.py).
+    # reboots (hostsPendingReboot, tests/dynamic/test_pending_reboot.py).
     assert engine_steps(base, new) == {f"roce-{h}-connectx-qos": "update options" for h in builders.WORKER_HOSTS}
     assert new.inputs["roce-esx01-connectx-qos"]["options"] == "pfctx=0x10 pfcrx=0x10 trust_state=2"
 
 
 def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
     """The update a rotated vCenter password causes, against vcsim: each setting is read and, being
-    what the state says, left alone (module options and graphics: test_pending_reboot.py; the node's roll
-    and its vGPU: test_node_roll.py, test_an_update_that_changes_nothing_on_vsphere_powers_nothing)."""
+    what the state says, left alone (module options and graphics: tests/dynamic/test_pending_reboot.py; the node's roll
+    and its vGPU: tests/dynamic/test_node_roll.py, test_an_update_that_changes_nothing_on_vsphere_powers_nothing)."""
     from components.dynamic import hostops
 
     writes: list[str] = []

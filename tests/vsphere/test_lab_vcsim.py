@@ -14,7 +14,7 @@ import socket
 import subprocess
 
 import pytest
-from conftest import lab_vcsim_binary, vm_named
+from lab_vcsim import lab_vcsim_binary, vm_named
 from pyVim.task import WaitForTask
 from pyVmomi import vim, vmodl
 

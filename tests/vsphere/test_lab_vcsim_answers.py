@@ -12,7 +12,7 @@ and the vSphere provider make (simulator/vcenter_answers.go):
 from __future__ import annotations
 
 import pytest
-from conftest import vm_named
+from lab_vcsim import vm_named
 from pyVim.task import WaitForTask
 from pyVmomi import vim
 from test_lab_vcsim import WORKERS, datacenter, member_spec

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import Vcsim, lab_vcsim_binary, running_lab_vcsim, vm_named
+from lab_vcsim import Vcsim, lab_vcsim_binary, running_lab_vcsim, vm_named
 from pyVim.task import WaitForTask
 from pyVmomi import vim
 from required_tools import missing

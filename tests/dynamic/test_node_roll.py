@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from conftest import running_lab_vcsim, vm_named
+from lab_vcsim import running_lab_vcsim, vm_named
 from pyVmomi import vim
 
 from components.dynamic import hostops

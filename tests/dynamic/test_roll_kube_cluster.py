@@ -3,7 +3,7 @@ controller manager, kwok nodes whose Ready condition and boot id follow lab-vcsi
 kubectl. The drain is the real one (the eviction API, PodDisruptionBudgets), the Ready wait reads what the
 cluster reports after lab-vcsim powers the VM on, and a rejected kubeconfig is a real 401.
 
-The cases of the fault matrix (tests/vsphere/test_node_roll.py) that depend on the cluster's own answers:
+The cases of the fault matrix (tests/dynamic/test_node_roll.py) that depend on the cluster's own answers:
 the whole roll, a rejected token, a PodDisruptionBudget that blocks the drain, a run killed after the
 power-off, a control-plane node whose etcd operator is Progressing; and a node's removal
 (components/openshift/scripts/remove-node.sh) with a rejected token, a blocking budget, and for real.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from conftest import running_lab_vcsim, vm_named
 from kube_cluster import KubeNode, node_name, running_kube_cluster, wait_for
+from lab_vcsim import running_lab_vcsim, vm_named
 from test_node_roll import KILLABLE
 
 from components.dynamic import hostops

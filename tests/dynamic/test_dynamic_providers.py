@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from conftest import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary, vm_named
 from google.protobuf import struct_pb2
+from lab_vcsim import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary, vm_named
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.mocks import MockMonitor
