@@ -128,11 +128,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _stage(tree: Path, work: Path, workers: int) -> Path:
-    """A copy of `tree` in `work` with its sim stack widened to `workers` workers."""
+def _stage(tree: Path, work: Path, workers: int, hosts: int = HOSTS) -> Path:
+    """A copy of `tree` in `work` with its sim stack widened to `workers` workers on `hosts` hosts."""
     _copy_tree(tree, work)
     sim = yaml.safe_load((work / "Pulumi.sim.yaml").read_text())
-    (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, workers), sort_keys=False))
+    (work / "Pulumi.simbench.yaml").write_text(yaml.safe_dump(simbench_config(sim, workers, hosts), sort_keys=False))
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # sim-preview.sh lists files with git
     subprocess.run(["git", "add", "-A"], cwd=work, check=True)
     return work

@@ -42,6 +42,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -455,11 +456,11 @@ class UpRun:
 
 
 def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str, str],
-               event_log: Path, keep: Path) -> UpRun:
+               event_log: Path, keep: Path, hosts: int = HOSTS) -> UpRun:
     """`pulumi up` (sim-preview.sh --up) against lab-vcsim: resources created, its seconds, the script's
     output, the state directory's renames during the run, and the state after up copied into `keep`;
     the engine's event log of the update goes to `event_log`."""
-    run_env = dict(env, SIM_VCSIM_ARGS=f"-cluster 1 -host {HOSTS} -method-delay {method_delay_flag(scale)}",
+    run_env = dict(env, SIM_VCSIM_ARGS=f"-cluster 1 -host {hosts} -method-delay {method_delay_flag(scale)}",
                    SIM_EVENT_LOG=str(event_log), SIM_KEEP="1")
     if parallel:
         run_env["SIM_PARALLEL"] = str(parallel)
@@ -497,6 +498,22 @@ def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str,
     return UpRun(int(match.group(1)), int(match.group(2)), output, records, checkpoint)
 
 
+def run_parts(parts: list[Path], scale: float, parallel: int | None, env: Mapping[str, str], tmp: Path,
+              hosts: int) -> list[tuple[UpRun, Path]]:
+    """`up_seconds` of each staged part at once, each with its own simulator, state and event log (one part:
+    the lab as one stack); each part's run and its event log."""
+    def one(index: int) -> tuple[UpRun, Path]:
+        event_log = tmp / f"events-{parallel}-{index}.jsonl"
+        keep = tmp / f"keep-{index}"
+        keep.mkdir(exist_ok=True)
+        return up_seconds(parts[index], scale, parallel, env, event_log, keep, hosts), event_log
+
+    if len(parts) == 1:
+        return [one(0)]
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        return list(pool.map(one, range(len(parts))))
+
+
 def parse_settings(text: str) -> list[tuple[str, dict[str, str]]]:
     """`default;PULUMI_DIY_BACKEND_GZIP=true;A=1,B=2` -> each setting's label and environment."""
     settings = []
@@ -518,6 +535,10 @@ def main(argv: list[str] | None = None) -> int:
                              "e.g. 'default;PULUMI_DIY_BACKEND_GZIP=true': one up each, in turn")
     parser.add_argument("--record", type=Path, help="keep each run's state after up, state-directory renames "
                                                     "and output in this directory")
+    parser.add_argument("--hosts", type=int, default=HOSTS, help=f"worker hosts (default {HOSTS})")
+    parser.add_argument("--stacks", type=int, default=1,
+                        help="run this many copies of the stack at once, each with its own simulator and state "
+                             "(a lab split into that many parts, each the size given)")
     parser.add_argument("--plan-only", action="store_true", help="critical paths only, no pulumi up")
     args = parser.parse_args(argv)
     from tools.mockrun import run_program
@@ -537,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     chains: list[tuple[int, int, str, list[tuple[str, str, float, float]]]] = []
     details: list[tuple[int, int, str, list[str]]] = []
     for workers in (int(w) for w in args.workers.split(",")):
-        config = simbench_config(sim, workers)
+        config = simbench_config(sim, workers, args.hosts)
         run = run_program(config["config"], stack="simbench")
         path_s, chain = critical_path(run.resources, args.scale)
         if args.plan_only:
@@ -545,14 +566,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"| - | - | - | - | - | - |", flush=True)
             continue
         with tempfile.TemporaryDirectory(prefix="bench-up.") as tmp:
-            work = _stage(REPO, Path(tmp) / "tree", workers)
+            parts = [_stage(REPO, Path(tmp) / f"tree{i}", workers, args.hosts) for i in range(args.stacks)]
             for parallel in (int(p) for p in args.parallel.split(",")):
                 for label, extra in settings:
                     t = time.monotonic()
                     load_before = os.getloadavg()[0]
-                    event_log = Path(tmp) / f"events-{parallel}.jsonl"
-                    up = up_seconds(work, args.scale, parallel or None, dict(env, **extra), event_log, Path(tmp))
+                    runs = run_parts(parts, args.scale, parallel or None, dict(env, **extra), Path(tmp), args.hosts)
                     load_after = os.getloadavg()[0]
+                    if len(runs) > 1:
+                        print(f"| {workers} x {len(runs)} stacks at once | {sum(r.created for r, _ in runs)} "
+                              f"| {path_s:.1f} s | {parallel or 'default'} | {label} | {time.monotonic() - t:.0f} s "
+                              f"(slowest up {max(r.wall for r, _ in runs)} s) "
+                              f"| {max(r.wall for r, _ in runs) / path_s:.2f} (slowest up) | | | | | | "
+                              f"{load_before:.1f} / {load_after:.1f} |", flush=True)
+                    up, event_log = max(runs, key=lambda run: run[0].wall)  # the slowest part sets the pace
                     analysis = time.perf_counter()
                     saves, unread = update_saves(up.records)
                     summary = save_summary(saves, up.wall)

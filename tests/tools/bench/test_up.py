@@ -49,3 +49,37 @@ def test_a_new_worker_s_roll_gives_it_its_vgpu_profile():
                  res("cp", VM), res("w1", VM, "pg"), roll, cp_roll]
     assert critical_path(resources, scale=1) == (186.5, ["vds", "pg", "w1", "w1-roll"])
     assert critical_path(resources[:4] + [cp_roll], scale=1)[0] == 149.0
+
+
+def test_parts_of_a_split_lab_run_at_once_each_with_its_own_event_log(tmp_path, monkeypatch):
+    """--stacks N: N copies of the stack, each `up` at the same time (a barrier every one must reach
+    before any returns), each with its own event log and its own directory for the state it keeps."""
+    import threading
+
+    from tools.bench import up as bench_up
+
+    parts = [tmp_path / f"tree{i}" for i in range(3)]
+    together = threading.Barrier(len(parts), timeout=10)
+    calls = []
+
+    def fake_up(work, scale, parallel, env, event_log, keep, hosts):
+        calls.append((work, event_log, keep, hosts))
+        together.wait()  # raises BrokenBarrierError if the parts ran one after another
+        return bench_up.UpRun(created=227, wall=100 + len(calls), output="")
+
+    monkeypatch.setattr(bench_up, "up_seconds", fake_up)
+    runs = bench_up.run_parts(parts, 1.0, 1024, {}, tmp_path, hosts=16)
+    assert [run.created for run, _ in runs] == [227] * 3
+    assert sorted(work for work, *_ in calls) == parts
+    assert len({log for _, log, _, _ in calls}) == len({keep for *_, keep, _ in calls}) == 3
+    assert {hosts for *_, hosts in calls} == {16}
+
+
+def test_a_part_s_stack_holds_the_hosts_asked_for():
+    import yaml
+
+    from tools.bench.preview import REPO, simbench_config
+
+    sim = yaml.safe_load((REPO / "Pulumi.sim.yaml").read_text())
+    config = simbench_config(sim, 64, 16)["config"]["gpu-lab:vsphere"]
+    assert [h["name"] for h in config["workerHosts"]] == [f"DC0_C0_H{i}" for i in range(16)]
