@@ -327,3 +327,15 @@ def test_the_job_refuses_a_python_it_could_change(tmp_path):
                           text=True, timeout=30)
     assert ("not writable by" in done.stdout) if done.returncode == 0 else ("older than 3.11" in done.stderr), \
         done.stderr
+
+
+def test_the_up_job_writes_every_checkpoint_gzipped_and_never_skips_one():
+    """The runbook's state setting holds in the job that applies it: PULUMI_DIY_BACKEND_GZIP (sdk
+    go/common/env/env.go at v3.259.0) compresses each save and keeps all of them; the settings that
+    drop a save or its check never appear, nor zstd, which the backend refuses beside gzip
+    (pkg/backend/diy/backend.go:1722; docs/benchmark.md, "Checkpoints")."""
+    job = yaml.safe_load(WORKFLOW.read_text())["jobs"]["up"]
+    assert job["env"]["PULUMI_DIY_BACKEND_GZIP"] == "true"
+    text = WORKFLOW.read_text()
+    for refused in ("PULUMI_SKIP_CHECKPOINTS", "--disable-integrity-checking", "PULUMI_DIY_BACKEND_ZSTD"):
+        assert refused not in text, refused
