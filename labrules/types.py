@@ -20,3 +20,12 @@ OPENSHIFT_UPI = "gpu-lab:openshift:OpenShiftUpi"
 CLUSTER_NODES = "gpu-lab:openshift:ClusterNodes"
 # Everything installed on the running cluster: operators, RDMA networks, jobs (components/addons/component.py).
 CLUSTER_ADDONS = "gpu-lab:addons:ClusterAddons"
+
+# The `kind` input of the lab's pyvmomi dynamic resources (pulumi-python:dynamic:Resource): how the pack,
+# make diff and the benchmarks tell them apart. Like a token, a kind is in every recorded state.
+# A VM's roll: its size, vGPU and hardware version, changed with the node drained (components/dynamic/roll.py).
+VM_ROLL_KIND = "vsphere-vm-roll"
+# An ESXi advanced option, e.g. Net.PVRDMAVmknic (components/dynamic/host_settings.py).
+HOST_ADVANCED_OPTION_KIND = "vsphere-host-advanced-option"
+# An ESXi firewall ruleset, e.g. pvrdma (components/dynamic/host_settings.py).
+HOST_FIREWALL_RULESET_KIND = "vsphere-host-firewall-ruleset"

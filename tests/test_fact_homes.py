@@ -133,7 +133,8 @@ def test_each_component_type_token_is_spelled_in_labrules_only():
     spelled = {path: tokens for path, text in _sources("components", "policies", "tools", "__main__.py").items()
                if (tokens := _type_tokens(text))}
     assert spelled == {}
-    defined = {name: value for name, value in vars(labrules.types).items() if name.isupper()}
+    defined = {name: value for name, value in vars(labrules.types).items()
+               if name.isupper() and not name.endswith("_KIND")}  # the kinds: the test below
     assert sorted(token for _, token in _type_tokens((ROOT / "labrules" / "types.py").read_text())) == sorted(
         defined.values())
     # every token the program registers is one of them, and the pack selects by the same objects
@@ -295,3 +296,24 @@ def test_the_ethernet_mtu_is_defined_in_labrules_only():
     # the check finds the copies it replaced
     assert _int_constants('VSPHERE_DEFAULT_MTU = 1500\nmtu: int = Field(ge=1500)\nx = {"minimum": 1500}\n'
                           '"""150 KB / 1500 KB"""\n', 1500) == [1, 2, 3]
+
+
+def _literal_kinds_read(source: str) -> list[int]:
+    """Lines where `of_kind(resources, "<a literal>")` picks resources by a kind spelled in place."""
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "of_kind"
+            and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)]
+
+
+def test_the_kinds_the_pack_reads_are_the_providers_own_from_labrules():
+    """The pack finds a node's roll and a host's settings by their `kind` input; a kind spelled in the
+    pack could drift from the provider's and the rule would judge nothing."""
+    from components.dynamic.host_settings import AdvancedOptionProvider, FirewallRulesetProvider
+    from components.dynamic.roll import NodeRollProvider
+    from labrules import types
+
+    assert (NodeRollProvider.kind, AdvancedOptionProvider.kind, FirewallRulesetProvider.kind) == (
+        types.VM_ROLL_KIND, types.HOST_ADVANCED_OPTION_KIND, types.HOST_FIREWALL_RULESET_KIND)
+    found = {path: lines for path, source in _sources("policies").items() if (lines := _literal_kinds_read(source))}
+    assert found == {}
+    assert _literal_kinds_read('rolls = of_kind(resources, "vsphere-vm-roll")\n') == [1]

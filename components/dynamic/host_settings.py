@@ -20,6 +20,7 @@ from components.dynamic.provider import (
     _SettingProvider,
     _with_secret_outputs,
 )
+from labrules.types import HOST_ADVANCED_OPTION_KIND, HOST_FIREWALL_RULESET_KIND
 
 
 class _HostSettingProvider(_SettingProvider):
@@ -32,7 +33,7 @@ class _HostSettingProvider(_SettingProvider):
 
 
 class AdvancedOptionProvider(_HostSettingProvider):
-    kind = "vsphere-host-advanced-option"
+    kind = HOST_ADVANCED_OPTION_KIND
     target_keys = ("hostName", "key")
     value_key = "value"
     get_call = "OptionManager.QueryOptions"
@@ -61,7 +62,7 @@ class AdvancedOptionProvider(_HostSettingProvider):
 
 
 class FirewallRulesetProvider(_HostSettingProvider):
-    kind = "vsphere-host-firewall-ruleset"
+    kind = HOST_FIREWALL_RULESET_KIND
     target_keys = ("hostName", "ruleset")
     value_key = "enabled"
     get_call = "HostFirewallSystem.firewallInfo"

@@ -46,9 +46,10 @@ from components.dynamic.provider import (
 )
 from components.vsphere.provider_facts import ROLLED_VM_SETTINGS
 from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
+from labrules.types import VM_ROLL_KIND
 from labrules.vsphere import MAX_MEMORY_GB, MAX_VCPUS  # noqa: F401 - the bounds check() applies
 
-KIND = "vsphere-vm-roll"
+KIND = VM_ROLL_KIND
 ROLLED = tuple(ROLLED_VM_SETTINGS)
 """The VM settings a NodeRoll applies, each of which needs the VM powered off to change."""
 POWERED_ON = "poweredOn"

@@ -7,6 +7,7 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema
 
+from labrules.types import VM_ROLL_KIND
 from labrules.vsphere import (
     MIN_CONTROL_PLANE,
     MIN_WORKER,
@@ -114,7 +115,7 @@ class LabVm:
 
 def _vgpu_profiles(resources: list[Res]) -> dict:
     """VM name -> vGPU profile, from the nodes' rolls (the pyvmomi resource that gives a VM its vGPU)."""
-    return {r.get("vmName"): r.get("vgpuProfile") for r in of_kind(resources, "vsphere-vm-roll")
+    return {r.get("vmName"): r.get("vgpuProfile") for r in of_kind(resources, VM_ROLL_KIND)
             if known(r.get("vmName")) and r.get("vgpuProfile")}
 
 

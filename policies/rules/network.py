@@ -8,6 +8,7 @@ from collections import Counter
 from pulumi_policy import PolicyConfigSchema
 
 from labrules.roce import ETHERNET_MTU, SWITCH_MAX_MTU
+from labrules.types import HOST_ADVANCED_OPTION_KIND, HOST_FIREWALL_RULESET_KIND
 from labrules.vsphere import LACP_ALLOWED_ON_RDMA_UPLINKS, PVRDMA_ADAPTER, RDMA_MIN_MTU, RDMA_UPLINKS_PER_HOST
 
 from .declare import MANDATORY, resource_policy, stack_policy
@@ -241,8 +242,8 @@ def check_rdma_host_ready(args, report_violation) -> None:
     PVRDMA: PVRDMA between hosts needs a physical RDMA uplink on the vDS (else it falls back
     to TCP), a vmk tagged for PVRDMA, and port 28250 open."""
     resources = stack_resources(args)
-    options = of_kind(resources, "vsphere-host-advanced-option")
-    rulesets = of_kind(resources, "vsphere-host-firewall-ruleset")
+    options = of_kind(resources, HOST_ADVANCED_OPTION_KIND)
+    rulesets = of_kind(resources, HOST_FIREWALL_RULESET_KIND)
     # a pyvmomi resource whose kind is unknown (preview) could be any of them
     unsure = [r for r in of_type(resources, DYNAMIC) if not known(kind_of(r.props))]
     for fabric in of_type(resources, ROCE_FABRIC):
