@@ -1,4 +1,5 @@
-"""The lab's component type tokens: `gpu-lab:<section>:<Name>`, each written here once.
+"""The lab's component type tokens (`gpu-lab:<section>:<Name>`) and the dynamic resource kinds the
+policy pack reads, each written here once.
 
 The engine records a component by its type token (it is part of every child's URN), the program
 registers each component under it (components/), and the policy pack finds the components by it
