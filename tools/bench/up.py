@@ -485,7 +485,10 @@ def up_seconds(work: Path, scale: float, parallel: int | None, env: Mapping[str,
         if history:
             checkpoint = keep / history.name
             shutil.copy2(history, checkpoint)
-        shutil.rmtree(kept.group(1), ignore_errors=True)
+        if proc.returncode == 0:
+            shutil.rmtree(kept.group(1), ignore_errors=True)
+        else:  # the engine's logs of a failed run are what explains it
+            print(f"the failed run's logs are kept in {kept.group(1)}", file=sys.stderr)
     if proc.returncode == SKIP:
         print(output.strip().splitlines()[-1])
         raise SystemExit(SKIP)
