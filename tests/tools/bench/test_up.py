@@ -76,10 +76,10 @@ def test_parts_of_a_split_lab_run_at_once_each_with_its_own_event_log(tmp_path, 
 
 
 def test_a_part_s_stack_holds_the_hosts_asked_for():
-    import yaml
+    import builders
 
-    from tools.bench.preview import REPO, simbench_config
+    from tools.bench.preview import simbench_config
 
-    sim = yaml.safe_load((REPO / "Pulumi.sim.yaml").read_text())
-    config = simbench_config(sim, 64, 16)["config"]["gpu-lab:vsphere"]
+    config = simbench_config({"config": builders.lab_stack()}, 64, 16)["config"]["gpu-lab:vsphere"]
     assert [h["name"] for h in config["workerHosts"]] == [f"DC0_C0_H{i}" for i in range(16)]
+    assert len(config["workers"]["names"]) == 64
