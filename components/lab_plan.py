@@ -13,14 +13,14 @@ from components.addons.model import AddonsConfig
 from components.addons.plan import AddonsLab, AddonsPlan, addons_plan
 from components.facts import PlannedHost, PlannedVm, VsphereFacts
 from components.mirror import MirrorConfig, mirror_plan
-from components.openshift.model import DEFAULT_OC, OpenShiftConfig
+from components.openshift.model import OpenShiftConfig
 from components.openshift.plan import ClusterPlan
 from components.openshift.plan import plan as cluster_plan
 from components.switch.model import SwitchConfig
 from components.switch.plan import SwitchPlan, switch_plan
 from components.vsphere.model import VsphereConfig
 from components.vsphere.plan import LabVmsPlan, RoceFabricPlan, lab_vms_plan, roce_fabric_plan, vsphere_facts
-from labrules.openshift import NODE_DRAIN_TIMEOUT_S
+from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
 
 
 @dataclass(frozen=True)

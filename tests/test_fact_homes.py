@@ -56,8 +56,7 @@ def test_the_drain_timeout_is_defined_in_labrules_only():
 
 
 def test_the_lab_plan_decides_how_the_rolls_drain_a_node():
-    from components.openshift.model import DEFAULT_OC
-    from labrules.openshift import NODE_DRAIN_TIMEOUT_S
+    from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
 
     config = builders.with_value(builders.lab_stack(), "gpu-lab:openshift.oc", "/opt/bin/oc")
     config = builders.with_value(config, "gpu-lab:openshift.drainTimeoutS", 60)

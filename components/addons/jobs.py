@@ -20,8 +20,8 @@ import pulumi
 
 from components.addons.kube import HOSTNAME, SKIP_AWAIT, Kube, metadata, role_of
 from components.addons.mpi import mpijob, mpirun
-from components.addons.plan import AddonsPlan
-from components.addons.rdma import RdmaPlan, on_nodes
+from components.addons.plan import AddonsPlan, RdmaPlan
+from components.addons.rdma import on_nodes
 from labrules.kubernetes import GPU_RESOURCE, RDMA_CAPABILITY
 
 LABEL = "gpu-lab.io/acceptance"

@@ -36,7 +36,6 @@ from components.addons.plan import (
     AddonsPlan,
     SriovRail,
 )
-from components.addons.plan import RdmaPlan as RdmaPlan  # the jobs import it from here
 from components.mirror import MirrorPlan
 
 NAMESPACE = "nvidia-network-operator"
