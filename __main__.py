@@ -20,7 +20,7 @@ from components.addons.shipped import ManifestError
 from components.config import gpu_lab_sections, load_lab, program_config
 from components.dynamic.guard import OUTPUT as IDENTITY_OUTPUT
 from components.dynamic.guard import LabIdentity, guard_deployed, identity_digest, read_deployed_state
-from components.dynamic.provider import GUARD, PYVMOMI, explicit_provider
+from components.dynamic.provider import GUARD, explicit_provider, node_roll_provider, vcenter_provider
 from components.identity_rules import identity_of
 from components.model import ConfigError
 from components.openshift.component import ClusterNodes, ClusterNodesArgs, OpenShiftUpi, OpenShiftUpiArgs
@@ -69,18 +69,17 @@ def main() -> None:
 
     vms = None
     if plan.roce_fabric is not None and plan.lab_vms is not None and vcenter is not None:  # set with lab.vsphere
-        pyvmomi = pulumi.ResourceOptions(providers=[explicit_provider(PYVMOMI)])  # see explicit_provider
+        pyvmomi = pulumi.ResourceOptions(providers=[vcenter_provider(vcenter)])  # see explicit_provider
         fabric = RoceFabric("roce", RoceFabricArgs(
-            plan=plan.roce_fabric, vcenter=vcenter, lossless=plan.rdma_lossless,
+            plan=plan.roce_fabric, lossless=plan.rdma_lossless,
             protect=lab.lifecycle.protect), pyvmomi)
         vms = LabVms("vms", LabVmsArgs(
             plan=plan.lab_vms,
             fabric=fabric,
-            vcenter=vcenter,
+            roll_provider=node_roll_provider(vcenter, openshift.kubeconfig if openshift else secrets.kubeconfig,
+                                             plan.oc),
             extra_config=openshift.vm_extra_config if openshift else {},
             protect=lab.lifecycle.protect,
-            kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
-            oc=plan.oc,
             drain_timeout_s=plan.drain_timeout_s,
             deployed_vms=deployed.names_of(VM_TYPE),
         ), pyvmomi)

@@ -6,7 +6,7 @@ DC0_C0 of hosts DC0_C0_H0..H2; powered-on VMs DC0_H0_VM0/1 and DC0_C0_RP0_VM0/1.
 has, as on ESXi, its own graphics manager (default type ``shared``), kernel module system
 (nmlx5_core without options), firewall rulesets and ``Net.PVRDMAVmknic`` (empty).
 Build it with ``make simulator``. The fixtures that start it (vcsim, si, conn_props) are in
-tests/conftest.py.
+tests/conftest.py; `configured` gives a dynamic provider the connection its explicit provider holds.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pytest
 from procs import stop
+from pulumi.dynamic import Config, ConfigureRequest
 from required_tools import missing
+
+from components.dynamic.provider import CLUSTER_CONFIG, VCENTER_CONFIG
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,6 +32,25 @@ ROOT = Path(__file__).resolve().parents[1]
 VCSIM_USER = "lab-admin"
 VCSIM_PASSWORD = "vcsim-only-password"  # the simulator accepts exactly this pair; test data only
 _START_TIMEOUT_S = 20
+
+
+def provider_config(conn: dict, *, kubeconfig: str | None = None, oc: str | None = None) -> dict:
+    """An explicit provider's configuration (components/dynamic/provider.py, `vcenter_provider` and
+    `node_roll_provider`) as a dynamic provider's Configure receives it: ``conn`` holds server, user,
+    password, insecure and port."""
+    config = {VCENTER_CONFIG[key]: conn[key] for key in VCENTER_CONFIG if key in conn}
+    if kubeconfig is not None:
+        config[CLUSTER_CONFIG["kubeconfig"]] = kubeconfig
+    if oc is not None:
+        config[CLUSTER_CONFIG["oc"]] = oc
+    return config
+
+
+def configured(provider, conn: dict, *, kubeconfig: str | None = None, oc: str | None = None):
+    """``provider`` configured as the engine's dynamic provider process configures it (`get_provider` in
+    pulumi.dynamic.__main__: `configure(ConfigureRequest(Config(...)))` once, before any call)."""
+    provider.configure(ConfigureRequest(Config(provider_config(conn, kubeconfig=kubeconfig, oc=oc), "gpu-lab")))
+    return provider
 
 
 @dataclass(frozen=True)

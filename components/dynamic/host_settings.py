@@ -15,10 +15,7 @@ from components.dynamic.provider import (
     ORIGINAL,
     PENDING_REBOOT,
     PENDING_SINCE_BOOT,
-    VcenterConnection,
-    _connection_props,
     _SettingProvider,
-    _with_secret_outputs,
 )
 from labrules.types import HOST_ADVANCED_OPTION_KIND, HOST_FIREWALL_RULESET_KIND
 
@@ -163,7 +160,6 @@ class HostAdvancedOption(Resource):
     def __init__(
         self,
         name: str,
-        conn: VcenterConnection,
         host_name: pulumi.Input[str],
         key: pulumi.Input[str],
         value: pulumi.Input[str],
@@ -171,13 +167,12 @@ class HostAdvancedOption(Resource):
     ) -> None:
         props = {
             "kind": _ADVANCED_OPTION.kind,
-            **_connection_props(conn),
             "hostName": host_name,
             "key": key,
             "value": value,
             ORIGINAL: None,
         }
-        super().__init__(_ADVANCED_OPTION, name, props, _with_secret_outputs(opts))
+        super().__init__(_ADVANCED_OPTION, name, props, opts)
 
 
 class HostFirewallRuleset(Resource):
@@ -189,7 +184,6 @@ class HostFirewallRuleset(Resource):
     def __init__(
         self,
         name: str,
-        conn: VcenterConnection,
         host_name: pulumi.Input[str],
         ruleset: pulumi.Input[str] = "pvrdma",
         enabled: pulumi.Input[bool] = True,
@@ -197,13 +191,12 @@ class HostFirewallRuleset(Resource):
     ) -> None:
         props = {
             "kind": _FIREWALL_RULESET.kind,
-            **_connection_props(conn),
             "hostName": host_name,
             "ruleset": ruleset,
             "enabled": enabled,
             ORIGINAL: None,
         }
-        super().__init__(_FIREWALL_RULESET, name, props, _with_secret_outputs(opts))
+        super().__init__(_FIREWALL_RULESET, name, props, opts)
 
 
 class _PendingReboot:
@@ -228,21 +221,19 @@ class HostGraphicsType(Resource, _PendingReboot):
     def __init__(
         self,
         name: str,
-        conn: VcenterConnection,
         host_name: pulumi.Input[str],
         graphics_type: pulumi.Input[str] = "sharedDirect",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
             "kind": _GRAPHICS_TYPE.kind,
-            **_connection_props(conn),
             "hostName": host_name,
             "graphicsType": graphics_type,
             ORIGINAL: None,
             PENDING_REBOOT: None,
             PENDING_SINCE_BOOT: None,
         }
-        super().__init__(_GRAPHICS_TYPE, name, props, _with_secret_outputs(opts))
+        super().__init__(_GRAPHICS_TYPE, name, props, opts)
 
 
 class HostModuleOptions(Resource, _PendingReboot):
@@ -259,7 +250,6 @@ class HostModuleOptions(Resource, _PendingReboot):
     def __init__(
         self,
         name: str,
-        conn: VcenterConnection,
         host_name: pulumi.Input[str],
         module: pulumi.Input[str] = "nmlx5_core",
         options: pulumi.Input[str] | None = None,
@@ -269,7 +259,6 @@ class HostModuleOptions(Resource, _PendingReboot):
             raise TypeError("HostModuleOptions needs options, e.g. 'pfctx=0x08 pfcrx=0x08 trust_state=2'")
         props = {
             "kind": _MODULE_OPTIONS.kind,
-            **_connection_props(conn),
             "hostName": host_name,
             "module": module,
             "options": options,
@@ -277,6 +266,6 @@ class HostModuleOptions(Resource, _PendingReboot):
             PENDING_REBOOT: None,
             PENDING_SINCE_BOOT: None,
         }
-        super().__init__(_MODULE_OPTIONS, name, props, _with_secret_outputs(opts))
+        super().__init__(_MODULE_OPTIONS, name, props, opts)
 
 

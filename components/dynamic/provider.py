@@ -13,6 +13,8 @@ import pulumi
 from pulumi.dynamic import (
     CheckFailure,
     CheckResult,
+    Config,
+    ConfigureRequest,
     CreateResult,
     DiffResult,
     ReadResult,
@@ -74,7 +76,7 @@ class _Failures:
         if isinstance(error, SettingNotApplied):
             reason = f"not applied: {error}"
         else:
-            reason = hostops.describe_failure(error, self.props.get("server"), self.props.get("port") or 443)
+            reason = hostops.describe_failure(error, *self.provider._where())
         if reason is None:
             return False  # not a vSphere failure but a bug: its traceback is what helps
         line = (f"{self.provider._target_label(self.props)}, {self.provider._setting_label(self.props)}: "
@@ -82,8 +84,6 @@ class _Failures:
         raise VsphereOperationError(" ".join(line.split())) from None
 
 
-CONNECTION_KEYS = ("server", "user", "password", "insecure", "port")
-SECRET_OUTPUTS = ["password"]
 ORIGINAL = "original"
 """Output holding the value found at create; delete writes it back."""
 PENDING_REBOOT = "pendingReboot"
@@ -108,26 +108,39 @@ class VcenterConnection:
     """vCenter HTTPS port."""
 
 
-def _connection_props(conn: VcenterConnection) -> dict[str, Any]:
+VCENTER_CONFIG = {"server": "vcenter:server", "port": "vcenter:port", "user": "vcenter:user",
+                  "password": "vcenter:password", "insecure": "vcenter:insecure"}
+"""The explicit provider's configuration keys for the vCenter connection. A key carries its namespace:
+`pulumi.dynamic.Config.get` prefixes a bare key with the project's name."""
+CLUSTER_CONFIG = {"kubeconfig": "cluster:kubeconfig", "oc": "cluster:oc"}
+"""The node rolls' provider also reaches the cluster: its admin kubeconfig (a secret) and the oc binary."""
+RETIRED_INPUTS = ("server", "user", "password", "insecure", "port", "kubeconfig", "oc")
+"""What each resource carried before its provider held the connection: a state written by an earlier
+release still has them (ignored by every diff; `pulumi refresh` drops them from the outputs)."""
+
+
+def _vcenter_config(conn: VcenterConnection) -> dict[str, Any]:
     return {
-        "server": conn.server,
-        "user": conn.user,
+        VCENTER_CONFIG["server"]: conn.server,
+        VCENTER_CONFIG["port"]: conn.port,
+        VCENTER_CONFIG["user"]: conn.user,
         # Secret even when a caller hands over a plain string.
-        "password": pulumi.Output.secret(conn.password),
-        "insecure": conn.insecure,
-        "port": conn.port,
+        VCENTER_CONFIG["password"]: pulumi.Output.secret(conn.password),
+        VCENTER_CONFIG["insecure"]: conn.insecure,
     }
 
 
 DYNAMIC_PACKAGE = "pulumi-python"
 PYVMOMI = "pyvmomi"
-"""The explicit provider of the vSphere settings, vGPU profiles and node rolls."""
+"""The explicit provider of the vSphere host settings (and the vGPU profiles of labs built before the rolls)."""
+NODE_ROLLS = "node-rolls"
+"""The explicit provider of the node rolls: vCenter and the cluster."""
 GUARD = "lab-guard"
 """The explicit provider of the identity guard (components/dynamic/guard.py)."""
 
 
-def explicit_provider(name: str) -> pulumi.ProviderResource:
-    """A dynamic provider configured with nothing, for resources whose inputs carry all they need.
+def explicit_provider(name: str, config: dict[str, Any] | None = None) -> pulumi.ProviderResource:
+    """A dynamic provider of its own, configured with ``config`` only.
 
     The engine configures the default ``pulumi-python`` provider with every key of the stack's
     config, secrets included (``Target.GetPackageConfig`` in pulumi/pulumi's
@@ -135,28 +148,98 @@ def explicit_provider(name: str) -> pulumi.ProviderResource:
     policy-pack request, two per resource, writing them to its log each time. Switching an
     existing stack over replaces nothing: the dynamic provider has no DiffConfig, and the
     engine then keeps the resources (``providerChanged`` in pkg/resource/deploy/step_generator.go).
+    A change of ``config`` (a rotated password, a renewed kubeconfig) updates the provider alone:
+    the engine configures a new provider process with it, and no resource takes a step.
     """
-    return pulumi.ProviderResource(DYNAMIC_PACKAGE, name, {})
+    return pulumi.ProviderResource(DYNAMIC_PACKAGE, name, dict(config or {}))
 
 
-def _with_secret_outputs(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
-    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS))
+def vcenter_provider(conn: VcenterConnection) -> pulumi.ProviderResource:
+    """The host settings' provider: it logs in to vCenter, and holds that login once for all of them."""
+    return explicit_provider(PYVMOMI, _vcenter_config(conn))
+
+
+def node_roll_provider(conn: VcenterConnection, kubeconfig: pulumi.Input[str] | None,
+                       oc: str) -> pulumi.ProviderResource:
+    """The node rolls' provider: vCenter, and the cluster the nodes are in (no kubeconfig: in none)."""
+    return explicit_provider(NODE_ROLLS, {
+        **_vcenter_config(conn),
+        CLUSTER_CONFIG["kubeconfig"]: pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
+        CLUSTER_CONFIG["oc"]: oc,
+    })
+
+
+@dataclass(frozen=True)
+class VcenterLogin:
+    """The connection a provider process was configured with, plain values."""
+
+    server: str
+    user: str
+    password: str
+    port: int = 443
+    insecure: bool = False
+
+
+NOT_CONFIGURED = ("its provider holds no vCenter connection: the stack was last deployed by a release that kept "
+                  "it in each resource. Run `pulumi up` once with this release (it records the connection in "
+                  "the provider, and changes nothing on vSphere), then retry")
+
+
+def _configured(config: Config, key: str) -> Any:
+    value = config.get(key)
+    return None if value is None or is_unknown(value) else unwrap_secret(value)
+
+
+def vcenter_login(config: Config) -> VcenterLogin | None:
+    """The vCenter connection in a provider's configuration; None when it holds none."""
+    server, user, password = (_configured(config, VCENTER_CONFIG[k]) for k in ("server", "user", "password"))
+    if not server or not user or password is None:
+        return None
+    port = _configured(config, VCENTER_CONFIG["port"])
+    return VcenterLogin(str(server), str(user), str(password), port=int(port or 443),
+                        insecure=bool(_configured(config, VCENTER_CONFIG["insecure"])))
+
+
+class _VcenterProvider(ResourceProvider):
+    """A provider that reaches vCenter with the login its explicit provider was configured with."""
+
+    vcenter: VcenterLogin | None = None
+
+    def configure(self, req: ConfigureRequest) -> None:
+        self.vcenter = vcenter_login(req.config)
+
+    def login(self) -> VcenterLogin:
+        if self.vcenter is None:
+            raise VsphereOperationError(NOT_CONFIGURED)
+        return self.vcenter
+
+    def _shared_session(self):
+        from components.dynamic import hostops
+
+        login = self.login()
+        return hostops.shared_session(login.server, login.user, login.password, port=login.port,
+                                      insecure=login.insecure)
+
+    def _where(self) -> tuple[str | None, int]:
+        """vCenter's address and port for an error message (none when not configured)."""
+        return (self.vcenter.server, self.vcenter.port) if self.vcenter is not None else (None, 443)
 
 
 def _plain(props: dict[str, Any]) -> dict[str, Any]:
-    """Inputs as plain values, without the serialized provider.
+    """Inputs as plain values, without the serialized provider and without what an earlier release kept in
+    each resource (RETIRED_INPUTS): the provider's configuration holds it now, so a refresh drops it.
 
     The engine strips secrets before calling a provider that does not accept them, but a
     wrapped secret reaching us must not end up as a dict where a password belongs.
     """
-    return {k: unwrap_secret(v) for k, v in props.items() if k != "__provider"}
+    return {k: unwrap_secret(v) for k, v in props.items() if k != "__provider" and k not in RETIRED_INPUTS}
 
 
 def _known(value: Any) -> bool:
     return value is not None and not is_unknown(value)
 
 
-class _SettingProvider(ResourceProvider):
+class _SettingProvider(_VcenterProvider):
     """One vSphere setting on one target: read it, write it, put it back.
 
     Subclasses name the inputs that identify the target (a change replaces the resource)
@@ -204,16 +287,8 @@ class _SettingProvider(ResourceProvider):
 
     # -- shared machinery
 
-    def _session(self, props: dict[str, Any]):
-        from components.dynamic import hostops
-
-        return hostops.shared_session(
-            props["server"],
-            props["user"],
-            props["password"],
-            port=int(props.get("port") or 443),
-            insecure=bool(props.get("insecure")),
-        )
+    def _session(self, _props: dict[str, Any]):
+        return self._shared_session()
 
     def _apply(self, target: Any, props: dict[str, Any], value: Any, step: _Failures) -> None:
         """Write ``value`` and read it back: a setting the host silently ignored is an error."""
@@ -231,7 +306,7 @@ class _SettingProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         plain = _plain(news)
-        for key in ("server", "user", *self.target_keys):
+        for key in self.target_keys:
             if _known(plain.get(key)) and not str(plain[key]).strip():
                 failures.append(CheckFailure(key, f"{key} must not be empty"))
         value = plain.get(self.value_key)
@@ -243,17 +318,13 @@ class _SettingProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old, new = _plain(olds), _plain(news)
-        replaces = [k for k in ("server", *self.target_keys) if old.get(k) != new.get(k)]
-        updates = [
-            k
-            for k in (self.value_key, "user", "password", "insecure", "port", *self.informational_keys)
-            if old.get(k) != new.get(k)
-        ]
+        replaces = [k for k in self.target_keys if old.get(k) != new.get(k)]
+        updates = [k for k in (self.value_key, *self.informational_keys) if old.get(k) != new.get(k)]
         return DiffResult(
             changes=bool(replaces or updates),
             replaces=replaces,
             # The old resource must put its original value back before the new one records
-            # what it finds: both may reach the same setting (a vCenter renamed, say).
+            # what it finds: both may reach the same setting.
             delete_before_replace=True,
         )
 

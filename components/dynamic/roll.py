@@ -27,22 +27,23 @@ import pulumi
 from pulumi.dynamic import (
     CheckFailure,
     CheckResult,
+    ConfigureRequest,
     CreateResult,
     DiffResult,
     ReadResult,
     Resource,
-    ResourceProvider,
     UpdateResult,
 )
 
 from components.dynamic.provider import (
-    SECRET_OUTPUTS,
+    CLUSTER_CONFIG,
     NodeDrainError,
-    VcenterConnection,
+    VcenterLogin,
     VsphereOperationError,
-    _connection_props,
+    _configured,
     _known,
     _plain,
+    _VcenterProvider,
 )
 from components.vsphere.provider_facts import ROLLED_VM_SETTINGS
 from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
@@ -53,8 +54,8 @@ KIND = VM_ROLL_KIND
 ROLLED = tuple(ROLLED_VM_SETTINGS)
 """The VM settings a NodeRoll applies, each of which needs the VM powered off to change."""
 POWERED_ON = "poweredOn"
-NODE_KEYS = ("vmName", "role", "kubeconfig", "oc", "nodeName", "drainTimeoutS")
-"""How to reach the node and how long its drain may take: changing them changes nothing on vSphere."""
+NODE_KEYS = ("vmName", "role", "nodeName", "drainTimeoutS")
+"""The node's names, role and how long its drain may take: changing them changes nothing on vSphere."""
 NEW_VM = "newVm"
 """True when the deployment that creates the roll creates its VM too: the VM is no node of any cluster
 yet (it boots its ignition), so the create gives it what the clone could not (its vGPU) without a drain and
@@ -169,10 +170,29 @@ class _Vm:
         return hostops.is_powered_on(self.vm)
 
 
-class NodeRollProvider(ResourceProvider):
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How the rolls reach the cluster their nodes are in, from their explicit provider's configuration
+    (components/dynamic/provider.py): whether the stack names one, its admin kubeconfig and the oc binary."""
+
+    named: bool
+    """The stack names a cluster (a kubeconfig, known or not yet): its nodes change only through it."""
+    kubeconfig: str | None
+    oc: str = DEFAULT_OC
+
+
+class NodeRollProvider(_VcenterProvider):
     """Dynamic provider of NodeRoll."""
 
     kind = KIND
+    cluster: ClusterAccess = ClusterAccess(False, None)
+
+    def configure(self, req: ConfigureRequest) -> None:
+        super().configure(req)
+        named = req.config.get(CLUSTER_CONFIG["kubeconfig"]) not in (None, "")
+        kubeconfig = _configured(req.config, CLUSTER_CONFIG["kubeconfig"])
+        self.cluster = ClusterAccess(named, str(kubeconfig) if kubeconfig else None,
+                                     str(_configured(req.config, CLUSTER_CONFIG["oc"]) or DEFAULT_OC))
 
     # -- engine calls
 
@@ -191,9 +211,8 @@ class NodeRollProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old, new = _plain(olds), _plain(news)
-        replaces = [k for k in ("server", "vmId") if old.get(k) != new.get(k)]
-        changed = [k for k in (*ROLLED, POWERED_ON, "user", "password", "insecure", "port", *NODE_KEYS)
-                   if old.get(k) != new.get(k)]
+        replaces = [k for k in ("vmId",) if old.get(k) != new.get(k)]
+        changed = [k for k in (*ROLLED, POWERED_ON, *NODE_KEYS) if old.get(k) != new.get(k)]
         if not replaces and not changed and LIVE_DIFF and new.get(POWERED_ON) and not self._live_on(old):
             changed.append(POWERED_ON)  # the VM is off: the update powers it on
         return DiffResult(changes=bool(replaces or changed), replaces=replaces, delete_before_replace=False)
@@ -251,16 +270,16 @@ class NodeRollProvider(ResourceProvider):
                     if changes or not on:
                         self._roll(inputs, name, vm, live, changes, None)
                 elif changes or not on:
-                    with _ONE_AT_A_TIME, _machine_lock(inputs, name):
+                    with _ONE_AT_A_TIME, _machine_lock(self.login(), name):
                         _after_no_failure(name)
                         live = vm.settings()  # again: another node's roll may have run while this one waited
                         try:
-                            with _cluster(inputs, name) as node:
+                            with _cluster(inputs, name, self.cluster) as node:
                                 self._roll(inputs, name, vm, live, differences(live, wanted_settings(inputs)), node)
                         except RollStepError:
                             _FAILED_IN_THIS_RUN.append(name)
                             raise
-                elif _member(inputs) and not cluster_gone():
+                elif _member(inputs, self.cluster) and not cluster_gone():
                     self._finish_if_marked(inputs, name, vm)
         except VsphereOperationError:
             raise
@@ -273,7 +292,7 @@ class NodeRollProvider(ResourceProvider):
         (killed while waiting for Ready, say), cordoned. Nothing here is disruptive, so a cluster that
         does not answer is a warning; any roll that would power a VM off asks it again and stops."""
         try:
-            with _ONE_AT_A_TIME, _machine_lock(inputs, name), _cluster(inputs, name) as node:
+            with _ONE_AT_A_TIME, _machine_lock(self.login(), name), _cluster(inputs, name, self.cluster) as node:
                 if node is not None and node.roll_mark()[0] is not None:
                     self._roll(inputs, name, vm, vm.settings(), [], node)
         except RollStepError as error:
@@ -363,16 +382,13 @@ class NodeRollProvider(ResourceProvider):
                 _power_back_on(vm, was_on)
             if node is not None and step in ("cordon", "drain", "power-off", "reconfigure", "power-on"):
                 _back_in_service(node, vm, went_down)
-            raise RollStepError(name, step, _reason(error, inputs), _todo(step, name)) from None
+            raise RollStepError(name, step, _reason(error, self._where()), _todo(step, name)) from None
 
     # -- vSphere plumbing
 
     @contextmanager
-    def _session(self, props: dict[str, Any]) -> Iterator[Any]:
-        from components.dynamic import hostops
-
-        with hostops.shared_session(props["server"], props["user"], props["password"],
-                                    port=int(props.get("port") or 443), insecure=bool(props.get("insecure"))) as si:
+    def _session(self, _props: dict[str, Any]) -> Iterator[Any]:
+        with self._shared_session() as si:
             yield si
 
     def _live_on(self, state: dict[str, Any]) -> bool:
@@ -388,19 +404,19 @@ class NodeRollProvider(ResourceProvider):
     def _vsphere_error(self, props: dict[str, Any], action: str, error: Exception) -> Exception:
         from components.dynamic import hostops
 
-        reason = hostops.describe_failure(error, props.get("server"), props.get("port") or 443)
+        reason = hostops.describe_failure(error, *self._where())
         if reason is None:
             return error
         return VsphereOperationError(f"VM {props.get('vmName')!r} ({props.get('vmId')}): {action} failed: {reason}")
 
 
 @contextmanager
-def _machine_lock(inputs: dict[str, Any], name: str) -> Iterator[None]:
+def _machine_lock(vcenter: VcenterLogin, name: str) -> Iterator[None]:
     """One roll at a time on this machine for one vCenter, across processes: a `pulumi up` killed with
     -9 leaves its dynamic provider running the roll it was in to its end, and a new `up` started meanwhile
     (after `pulumi cancel`) has a provider process, and a lock, of its own. Under TMPDIR, which the up
     job keeps private."""
-    digest = hashlib.sha256(f"{inputs.get('server')}:{inputs.get('port') or 443}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{vcenter.server}:{vcenter.port}".encode()).hexdigest()[:16]
     path = os.path.join(tempfile.gettempdir(), f"gpu-lab-node-roll-{digest}.lock")
     with open(path, "a") as handle:
         try:
@@ -422,12 +438,12 @@ def _after_no_failure(name: str) -> None:
                             "error names, then `pulumi up`")
 
 
-def _reason(error: BaseException, props: dict[str, Any]) -> str:
+def _reason(error: BaseException, vcenter: tuple[str | None, int]) -> str:
     from components.dynamic import hostops
 
     if isinstance(error, NodeDrainError):
         return str(error).split(": ", 1)[-1] if ", node " in str(error) else str(error)
-    said = hostops.describe_failure(error, props.get("server"), props.get("port") or 443)
+    said = hostops.describe_failure(error, *vcenter)
     return said or f"{type(error).__name__}: {error}"
 
 
@@ -510,11 +526,11 @@ def cluster_gone() -> bool:
     return value == "1"
 
 
-def _member(inputs: dict[str, Any]) -> bool:
+def _member(inputs: dict[str, Any], cluster: ClusterAccess) -> bool:
     """Whether the stack holds this node in a cluster: it names one (a kubeconfig), or the node is a
-    control-plane node, which serves one by definition. Decided from the inputs, never from whether
+    control-plane node, which serves one by definition. Decided from the stack, never from whether
     a cluster answers."""
-    return bool(inputs.get("kubeconfig")) or inputs.get("role") == "control-plane"
+    return cluster.named or inputs.get("role") == "control-plane"
 
 
 class _RollNode:
@@ -706,7 +722,7 @@ def _back_in_service(node: _RollNode, vm: _Vm, went_down: bool) -> None:
 
 
 @contextmanager
-def _cluster(inputs: dict[str, Any], name: str) -> Iterator[_RollNode | None]:
+def _cluster(inputs: dict[str, Any], name: str, cluster: ClusterAccess) -> Iterator[_RollNode | None]:
     """The node in its cluster; None only for a node the stack holds in no cluster, or with CLUSTER_GONE=1.
     A node the stack holds in a cluster (`_member`) is changed through it or not at all: no kubeconfig, an
     API that refuses, fails or does not answer, a node it does not list, each stops the roll here, before
@@ -716,17 +732,18 @@ def _cluster(inputs: dict[str, Any], name: str) -> Iterator[_RollNode | None]:
                         "Ready wait, no quorum check)")
         yield None
         return
-    if not _member(inputs):
+    if not _member(inputs, cluster):
         pulumi.log.warn(f"node {name}: the stack names no cluster for it; its VM changes without a drain")
         yield None
         return
-    kubeconfig = inputs.get("kubeconfig")
+    kubeconfig = cluster.kubeconfig
     if not kubeconfig:
-        raise RollStepError(name, "ask the cluster", "a control-plane node and no kubeconfig for its cluster",
-                            _todo("ask the cluster", name))
-    oc = shutil.which(str(inputs.get("oc") or DEFAULT_OC))
+        why = ("its cluster's kubeconfig is not known" if cluster.named
+               else "a control-plane node and no kubeconfig for its cluster")
+        raise RollStepError(name, "ask the cluster", why, _todo("ask the cluster", name))
+    oc = shutil.which(cluster.oc)
     if oc is None:
-        raise RollStepError(name, "ask the cluster", f"oc not found as {inputs.get('oc') or DEFAULT_OC!r}",
+        raise RollStepError(name, "ask the cluster", f"oc not found as {cluster.oc!r}",
                             "Set gpu-lab:openshift.oc to the oc binary; nothing was changed. Then `pulumi up`")
     handle, path = tempfile.mkstemp(prefix="gpu-lab-kubeconfig-")  # mode 0600, under TMPDIR
     try:
@@ -758,12 +775,13 @@ _NODE_ROLL = NodeRollProvider()
 
 class NodeRoll(Resource):
     """The settings of one cluster node's VM that need it powered off, applied one node at a time
-    (module docstring); components/vsphere/vms.py makes each running node's depend on the previous one's."""
+    (module docstring); components/vsphere/vms.py makes each running node's depend on the previous one's.
+    Its provider (``opts.provider``, components/dynamic/provider.py `node_roll_provider`) holds how to reach
+    vCenter and the cluster: the state keeps one copy of those credentials, not one per node."""
 
     def __init__(
         self,
         name: str,
-        conn: VcenterConnection,
         *,
         vm_id: pulumi.Input[str],
         vm_name: str,
@@ -773,15 +791,12 @@ class NodeRoll(Resource):
         memory_reservation_mb: int | None,
         hardware_version: int | None,
         vgpu_profile: str | None,
-        kubeconfig: pulumi.Input[str] | None,
-        oc: str,
         drain_timeout_s: int,
         new_vm: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
             "kind": KIND,
-            **_connection_props(conn),
             "vmId": vm_id,
             "vmName": vm_name,
             "nodeName": vm_name,
@@ -792,11 +807,8 @@ class NodeRoll(Resource):
             "hardwareVersion": hardware_version,
             "vgpuProfile": vgpu_profile or "",
             POWERED_ON: True,
-            "oc": oc,
             "drainTimeoutS": drain_timeout_s,
-            "kubeconfig": pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
             NEW_VM: new_vm,
         }
         super().__init__(_NODE_ROLL, name, props, pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=[*SECRET_OUTPUTS, "kubeconfig"],
-                                         ignore_changes=[NEW_VM])))
+            opts, pulumi.ResourceOptions(ignore_changes=[NEW_VM])))

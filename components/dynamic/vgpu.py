@@ -19,8 +19,8 @@ class VgpuProfileProvider(_SettingProvider):
     kind = "vsphere-vm-vgpu"
     target_keys = ("vmId",)
     value_key = "profile"
-    # How to reach the node; changing them changes nothing on vSphere.
-    informational_keys = ("vmName", "kubeconfig", "oc", "nodeName")
+    # Names of the node; changing them changes nothing on vSphere.
+    informational_keys = ("vmName", "nodeName")
     find_call = "VirtualMachine.name (VM look-up by id)"
     get_call = "VirtualMachine.config"
     set_call = "VirtualMachine.ReconfigVM_Task (with power-off and power-on when running)"

@@ -22,7 +22,6 @@ from components.dynamic.host_settings import (
     HostGraphicsType,
     HostModuleOptions,
 )
-from components.dynamic.provider import VcenterConnection
 from components.model import resource_slug
 from components.roce.host import nmlx5_module_options
 from components.vsphere.plan import PortGroup, RoceFabricPlan
@@ -40,7 +39,6 @@ PENDING_SETTINGS = ("graphics type", f"{CONNECTX_MODULE} options")
 class RoceFabricArgs:
     plan: RoceFabricPlan
     """The vDS, its port groups and the worker hosts with their RDMA uplinks and vmk address (LabPlan.roce_fabric)."""
-    vcenter: VcenterConnection
     lossless: bool = True
     """PFC on at the hosts' ConnectX ports (False when the switches run lossy, ECN only)."""
     protect: bool = False
@@ -133,14 +131,14 @@ class RoceFabric(pulumi.ComponentResource):
                 opts=host_opts,
             )
             device = vnic.id.apply(vmk_device)
-            HostAdvancedOption(f"{prefix}-pvrdma-vmknic", args.vcenter, h.name,
+            HostAdvancedOption(f"{prefix}-pvrdma-vmknic", h.name,
                                PVRDMA_VMKNIC_OPTION, device, opts=host_opts)
-            HostFirewallRuleset(f"{prefix}-pvrdma-ruleset", args.vcenter, h.name,
+            HostFirewallRuleset(f"{prefix}-pvrdma-ruleset", h.name,
                                 PVRDMA_RULESET, True, opts=host_opts)
-            graphics = HostGraphicsType(f"{prefix}-graphics", args.vcenter, h.name, VGPU_GRAPHICS_TYPE,
+            graphics = HostGraphicsType(f"{prefix}-graphics", h.name, VGPU_GRAPHICS_TYPE,
                                         opts=host_opts)
             # The ConnectX ports must send RoCE on the priority the switches protect.
-            qos = HostModuleOptions(f"{prefix}-connectx-qos", args.vcenter, h.name,
+            qos = HostModuleOptions(f"{prefix}-connectx-qos", h.name,
                                     CONNECTX_MODULE, module_options, opts=host_opts)
             summary[h.name] = pulumi.Output.all(device=device, address=h.vmk_address).apply(
                 lambda v: {"vmk": v["device"], "address": v["address"]})

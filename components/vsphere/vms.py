@@ -79,17 +79,14 @@ class LabVmsArgs:
     plan: LabVmsPlan
     """Every VM to create and where (LabPlan.lab_vms)."""
     fabric: RoceFabric
-    vcenter: VcenterConnection
-    oc: str
-    """The oc binary that drains and uncordons the nodes (LabPlan.oc)."""
+    roll_provider: pulumi.ProviderResource
+    """The node rolls' provider: how they reach vCenter and the cluster (`node_roll_provider`)."""
     drain_timeout_s: int
     """How long a node's drain may take before its roll stops (LabPlan.drain_timeout_s)."""
     extra_config: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
     """VM name -> guestinfo keys (ignition from OpenShift); such VMs are not customized."""
     protect: bool = False
     """gpu-lab:lifecycle.protect: the engine refuses to delete or replace the control-plane VMs."""
-    kubeconfig: pulumi.Input[str] | None = None
-    """Secret: the cluster's admin kubeconfig; with it a vGPU profile change drains each node first."""
     deployed_vms: frozenset[str] | None = None
     """Names of the VMs the stack's last deployment has ({} for a new stack); None when unknown, and every
     node's roll then waits for the previous node's."""
@@ -227,12 +224,12 @@ class LabVms(pulumi.ComponentResource):
                 # `up` take one engine step and two state checkpoints per node after its last VM).
                 running = args.deployed_vms is None or f"{name}-{vm.name}" in args.deployed_vms
                 roll = NodeRoll(
-                    f"{name}-{vm.name}-roll", args.vcenter, vm_id=machine.moid, vm_name=vm.name, role=vm.role,
+                    f"{name}-{vm.name}-roll", vm_id=machine.moid, vm_name=vm.name, role=vm.role,
                     cpus=vm.cpus, memory_mb=memory_mb(vm), memory_reservation_mb=reservation_mb,
                     hardware_version=plan.hardware_version, vgpu_profile=vm.vgpu_profile,
-                    kubeconfig=args.kubeconfig, oc=args.oc, drain_timeout_s=args.drain_timeout_s, new_vm=not running,
+                    drain_timeout_s=args.drain_timeout_s, new_vm=not running,
                     opts=pulumi.ResourceOptions(
-                        parent=self, deleted_with=machine,
+                        parent=self, deleted_with=machine, provider=args.roll_provider,
                         depends_on=[previous_roll] if running and previous_roll is not None else []))
                 self.rolls[vm.name] = roll
                 if running:
