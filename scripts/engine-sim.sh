@@ -99,7 +99,7 @@ from components.dynamic.host_settings import (
     HostGraphicsType,
     HostModuleOptions,
 )
-from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
+from components.dynamic.provider import VcenterConnection, node_roll_provider, vcenter_provider
 from components.dynamic.roll import NodeRoll
 from labrules.openshift import DEFAULT_OC, NODE_DRAIN_TIMEOUT_S
 
@@ -107,19 +107,19 @@ cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
                          password=cfg.require_secret("password"), insecure=True)  # the simulator: self-signed
 host = cfg.require("host")
-# First the engine's default provider, as stacks created before the explicit provider existed; then
-# the program's explicit one.
-opts = pulumi.ResourceOptions(provider=explicit_provider(PYVMOMI)) if cfg.get_bool("explicitProvider") else None
-HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
-HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.require("vmknic"), opts=opts)
-HostGraphicsType("graphics", conn, host, "sharedDirect", opts=opts)
-HostModuleOptions("connectx-qos", conn, host, "nmlx5_core", cfg.require("moduleOptions"), opts=opts)
+# The explicit providers hold the connection (and the rolls' cluster access: none here), as the program's do.
+opts = pulumi.ResourceOptions(provider=vcenter_provider(conn))
+HostFirewallRuleset("pvrdma-firewall", host, "pvrdma", True, opts=opts)
+HostAdvancedOption("pvrdma-vmknic", host, "Net.PVRDMAVmknic", cfg.require("vmknic"), opts=opts)
+HostGraphicsType("graphics", host, "sharedDirect", opts=opts)
+HostModuleOptions("connectx-qos", host, "nmlx5_core", cfg.require("moduleOptions"), opts=opts)
 # The node's roll, as for a VM the same deployment creates: its create attaches the vGPU, a change of
 # the profile is rolled.
-NodeRoll("roll", conn, vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker",
+rolls = node_roll_provider(conn, None, cfg.get("oc") or DEFAULT_OC)
+NodeRoll("roll", vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker",
          cpus=cfg.require_int("cpus"), memory_mb=cfg.require_int("memoryMb"), memory_reservation_mb=None,
-         hardware_version=None, vgpu_profile=cfg.require("vgpuProfile"), kubeconfig=None, oc=DEFAULT_OC,
-         drain_timeout_s=NODE_DRAIN_TIMEOUT_S, new_vm=True, opts=opts)
+         hardware_version=None, vgpu_profile=cfg.require("vgpuProfile"), drain_timeout_s=NODE_DRAIN_TIMEOUT_S,
+         new_vm=True, opts=pulumi.ResourceOptions(provider=rolls))
 EOF
 cd "$WORK/proj"
 run stack.log pulumi stack init sim
@@ -144,45 +144,50 @@ run preview.log pulumi preview --policy-pack "$PACK"
 PACK_VERSION=$(sed -n 's/^version: *//p' "$PACK/PulumiPolicy.yaml")
 grep -qF "✅ gpu-lab@v$PACK_VERSION (local: $PACK)" "$WORK/preview.log" \
     || { cat "$WORK/preview.log"; fail "preview did not pass the gpu-lab policy pack"; }
-grep -qE '\+ 6 to create' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview plans 6 creates"; }
-pass "preview --policy-pack $PACK: gpu-lab pack loaded, no mandatory violation, 6 to create"
+grep -qE '\+ 8 to create' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview plans 8 creates"; }
+pass "preview --policy-pack $PACK: gpu-lab pack loaded, no mandatory violation, 8 to create (the stack, 2 providers, 5 resources)"
 
 # ---------------------------------------------------------------- up
 run up.log pulumi up --yes --policy-pack "$PACK"
-grep -q '6 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up created 6 resources"; }
+grep -q '8 created' "$WORK/up.log" || { cat "$WORK/up.log"; fail "up created 8 resources"; }
 UP_STATE="ruleset=True option='vmk1' graphics=sharedDirect modules='pfctx=0x08 pfcrx=0x08 trust_state=2'"
 expect_state "after up" "$UP_STATE vgpu='grid_v100-8c' devices=1 power=poweredOn"
 pass "up --policy-pack: pvrdma ruleset on, Net.PVRDMAVmknic=vmk1, graphics sharedDirect, nmlx5_core options set, $VM_NAME has vGPU grid_v100-8c"
 
 # ---------------------------------------------------------------- secrets in the state
 run export.json pulumi stack export --file "$WORK/export.json"
-"$PY" - "$WORK/export.json" <<'EOF' || fail "password is not a secret in pulumi stack export"
+"$PY" - "$WORK/export.json" <<'EOF' || fail "the password is not one secret per provider in pulumi stack export"
 import json, sys
 SIG = "4dabf18193072939515e22adb298388d"  # the engine's marker of a secret value
-res = [r for r in json.load(open(sys.argv[1]))["deployment"]["resources"]
-       if r["type"] == "pulumi-python:dynamic:Resource"]
-assert len(res) == 5, len(res)
-for r in res:
+resources = json.load(open(sys.argv[1]))["deployment"]["resources"]
+dynamic = [r for r in resources if r["type"] == "pulumi-python:dynamic:Resource"]
+providers = [r for r in resources if r["type"] == "pulumi:providers:pulumi-python"]
+assert len(dynamic) == 5 and sorted(p["urn"].rsplit("::", 1)[-1] for p in providers) == ["node-rolls", "pyvmomi"]
+for r in dynamic:  # the connection is its provider's: no resource keeps a copy
     for side in ("inputs", "outputs"):
-        pw = r[side]["password"]
-        assert isinstance(pw, dict) and pw.get(SIG) and pw.get("ciphertext"), (r["urn"], side, pw)
+        assert not {"server", "user", "password", "kubeconfig"} & set(r[side]), (r["urn"], side, sorted(r[side]))
+for p in providers:
+    pw = p["inputs"]["vcenter:password"]
+    assert isinstance(pw, dict) and pw.get(SIG) and pw.get("ciphertext"), (p["urn"], pw)
 EOF
 STATE_FILE=$WORK/state/.pulumi/stacks/engine-sim/sim.json
 grep -qF "$VM_ID" "$STATE_FILE" || fail "no state file at $STATE_FILE (the grep below would prove nothing)"
 # State, its backups and history, the stack config, the export.
 grep -rqF "$SIM_PASSWORD" "$WORK/state" "$WORK/proj" "$WORK/export.json" && fail "the password is in clear in the state"
-pass "password: secret ciphertext in inputs and outputs of the 5 resources, nowhere in clear in the state"
+pass "password: secret ciphertext once in each of the 2 providers, in none of the 5 resources, nowhere in clear in the state"
 
-# ---------------------------------------------------------------- explicit provider
-# The default pulumi-python provider's inputs are the whole stack config; the program's own is
-# configured with nothing. Moving existing resources to it must neither replace nor update them.
-run config.log pulumi config set explicitProvider true
+# ---------------------------------------------------------------- a provider's configuration changes
+# What a rotated password or a renewed kubeconfig does: the provider is updated (the engine configures a new
+# provider process with it) and its resources take no step.
+mkdir -p "$WORK/bin" && ln -sf "$(command -v true)" "$WORK/bin/oc"
+run config.log pulumi config set oc "$WORK/bin/oc"
 run up-provider.log pulumi up --yes --policy-pack "$PACK"
-{ grep -q '1 created' "$WORK/up-provider.log" && grep -q '6 unchanged' "$WORK/up-provider.log" \
-    && ! grep -qE 'replace|updated|deleted' "$WORK/up-provider.log"; } \
-    || { cat "$WORK/up-provider.log"; fail "the switch to the explicit provider creates it and changes nothing else"; }
-expect_state "after the provider switch" "$UP_STATE vgpu='grid_v100-8c' devices=1 power=poweredOn"
-pass "explicit provider: created, the 5 resources moved to it unchanged"
+{ grep -q '1 updated' "$WORK/up-provider.log" && grep -q '7 unchanged' "$WORK/up-provider.log" \
+    && grep -qE 'node-rolls[[:space:]]+updated' "$WORK/up-provider.log" \
+    && ! grep -qE 'replace|created|deleted' "$WORK/up-provider.log"; } \
+    || { cat "$WORK/up-provider.log"; fail "a change of the rolls' provider configuration updates it and nothing else"; }
+expect_state "after the provider's change" "$UP_STATE vgpu='grid_v100-8c' devices=1 power=poweredOn"
+pass "a provider's configuration changed (cluster:oc): the provider updated, its resources unchanged"
 
 # ---------------------------------------------------------------- update
 run config.log pulumi config set vgpuProfile grid_v100-16c
@@ -195,7 +200,7 @@ pass "update: vGPU profile changed in place to grid_v100-16c by the node's roll"
 
 # ---------------------------------------------------------------- destroy
 run destroy.log pulumi destroy --yes
-grep -q '7 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 7 resources"; }
+grep -q '8 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy deleted 8 resources"; }
 # the host settings as before; the roll's delete leaves the VM its vGPU
 AFTER_DESTROY=${BEFORE/vgpu=\'\' devices=0/vgpu=\'grid_v100-16c\' devices=1}
 expect_state "after destroy" "$AFTER_DESTROY"

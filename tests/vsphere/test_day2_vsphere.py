@@ -15,9 +15,7 @@ from typing import Any
 
 import builders
 import pytest
-from pyVmomi import vim
 
-from components.dynamic.host_settings import _ADVANCED_OPTION, _FIREWALL_RULESET
 from components.vsphere.vms import FIRST_BOOT_INPUTS, ROLLED_VM_INPUTS
 from tools.diff import Engine, changes, snapshot, steps_between
 from tools.mockrun import Run, placeholder_secrets, run_program
@@ -275,45 +273,6 @@ def test_change_the_connectx_pfc_priority(plan):
     # reboots (hostsPendingReboot, tests/dynamic/test_pending_reboot.py).
     assert engine_steps(base, new) == {f"roce-{h}-connectx-qos": "update options" for h in builders.WORKER_HOSTS}
     assert new.inputs["roce-esx01-connectx-qos"]["options"] == "pfctx=0x10 pfcrx=0x10 trust_state=2"
-
-
-def test_password_rotation_writes_nothing(si, conn_props, monkeypatch):
-    """The update a rotated vCenter password causes, against vcsim: each setting is read and, being
-    what the state says, left alone (module options and graphics: tests/dynamic/test_pending_reboot.py; the node's roll
-    and its vGPU: tests/dynamic/test_node_roll.py, test_an_update_that_changes_nothing_on_vsphere_powers_nothing)."""
-    from components.dynamic import hostops
-
-    writes: list[str] = []
-
-    def spy(setter: str):
-        original = getattr(hostops, setter)
-
-        def write(*args):
-            writes.append(setter)
-            return original(*args)
-        return write
-
-    for setter in ("set_advanced_option", "set_ruleset_enabled"):
-        monkeypatch.setattr(hostops, setter, spy(setter))
-    engine = {"__provider": "c2VyaWFsaXplZA==", **conn_props}
-    option = {**engine, "kind": _ADVANCED_OPTION.kind, "hostName": "DC0_C0_H1", "key": "Net.PVRDMAVmknic",
-              "value": "vmk1"}
-    ruleset = {**engine, "kind": _FIREWALL_RULESET.kind, "hostName": "DC0_C0_H1", "ruleset": "pvrdma",
-               "enabled": True}
-    hostops.find_host(si, "DC0_C0_H1").configManager.advancedOption.UpdateOptions(
-        changedValue=[vim.option.OptionValue(key="Net.PVRDMAVmknic", value="")])
-    created = [(p, p.create(props)) for p, props in ((_ADVANCED_OPTION, option), (_FIREWALL_RULESET, ruleset))]
-    try:
-        assert writes == ["set_advanced_option", "set_ruleset_enabled"]
-        for provider, made in created:
-            olds = {**made.outs, "password": "the-password-before"}
-            news = {k: v for k, v in made.outs.items() if k != "original"}
-            assert provider.diff(made.id, olds, news).replaces == []
-            provider.update(made.id, olds, news)
-        assert writes == ["set_advanced_option", "set_ruleset_enabled"]
-    finally:
-        for provider, made in created:
-            provider.delete(made.id, made.outs)
 
 
 def test_adopt_the_placed_form(plan):

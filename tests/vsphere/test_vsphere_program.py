@@ -6,6 +6,7 @@ import builders
 import pytest
 
 from components.config import load_lab
+from components.dynamic.provider import CLUSTER_CONFIG, RETIRED_INPUTS, VCENTER_CONFIG
 from tools.mockrun import run_program
 
 VDS = "vsphere:index/distributedVirtualSwitch:DistributedVirtualSwitch"
@@ -69,21 +70,30 @@ def test_each_worker_host_gets_the_settings_pulumi_vsphere_cannot_express(lab, k
     for r in found:
         assert r.parent_name == "roce"
         assert {k: r.plain()[k] for k in expected} == expected
-        assert "password" in r.secret_paths()
+        assert not set(r.plain()) & set(RETIRED_INPUTS)  # how to reach vCenter is its provider's
 
 
-def test_pyvmomi_resources_have_their_own_provider_configured_with_nothing(lab):
+def test_dynamic_resources_have_providers_holding_only_the_credentials_they_need(lab):
     # The engine would configure the default pulumi-python provider with every key of the stack
     # config, secrets included, and send those inputs with each resource on every policy-pack
-    # request (pulumi/pulumi pkg/resource/deploy/target.go, Target.GetPackageConfig).
+    # request (pulumi/pulumi pkg/resource/deploy/target.go, Target.GetPackageConfig). Each explicit
+    # provider holds what its resources need, once: the state keeps no copy per host setting or node.
     providers = {p.name: p for p in lab.of_type("pulumi:providers:pulumi-python")}
-    assert set(providers) == {"pyvmomi", "lab-guard"}  # the guard of components/dynamic/guard.py has its own
-    provider = providers["pyvmomi"]
-    assert provider.inputs == {} and providers["lab-guard"].inputs == {}
+    assert set(providers) == {"pyvmomi", "node-rolls", "lab-guard"}  # the guard (components/dynamic/guard.py) too
+    vcenter, cluster = set(VCENTER_CONFIG.values()), set(CLUSTER_CONFIG.values())
+    assert set(providers["pyvmomi"].plain()) == vcenter
+    assert set(providers["node-rolls"].plain()) == vcenter | cluster
+    assert providers["lab-guard"].inputs == {}
+    assert providers["pyvmomi"].secret_paths() == [VCENTER_CONFIG["password"]]
+    assert sorted(providers["node-rolls"].secret_paths()) == sorted([VCENTER_CONFIG["password"],
+                                                                     CLUSTER_CONFIG["kubeconfig"]])
+    assert providers["node-rolls"].plain()[CLUSTER_CONFIG["oc"]] == "oc"
     dynamic = [r for r in lab.of_type(DYNAMIC) if r.name != "lab-identity"]
-    assert len(dynamic) == 23  # 4 hosts x 3 settings, 7 node rolls (bootstrap does not roll; a roll holds the vGPU)
-    assert {r.provider_name for r in dynamic} == {"pyvmomi"}
-    assert {r.provider for r in dynamic} == {f"{provider.urn}::{provider.name}-id"}
+    assert len(dynamic) == 23  # 4 hosts x 4 settings, 7 node rolls (bootstrap does not roll; a roll holds the vGPU)
+    for r in dynamic:
+        expected = providers["node-rolls" if r.plain()["kind"] == "vsphere-vm-roll" else "pyvmomi"]
+        assert (r.provider_name, r.provider) == (expected.name, f"{expected.urn}::{expected.name}-id"), r.name
+        assert not set(r.plain()) & set(RETIRED_INPUTS), r.name
 
 
 def test_vms_sizes_nics_and_placement(lab):
@@ -171,7 +181,7 @@ def test_each_roll_holds_what_the_stack_asks_of_its_node(lab):
         assert (plain["cpus"], plain["memoryMb"], plain["memoryReservationMb"], plain["vgpuProfile"]) == (
             4, 24 * 1024, 24 * 1024, "grid_v100-16c")
         assert (plain["role"], plain["poweredOn"], plain["drainTimeoutS"]) == ("worker", True, 900)
-        assert {"password", "kubeconfig"} <= set(roll.secret_paths())
+        assert not set(plain) & set(RETIRED_INPUTS)  # its provider reaches vCenter and the cluster
         assert roll.deleted_with == next(v.urn for v in lab.of_type(VM) if v.name == f"vms-{name}")
     assert by_name["m01"].plain().get("memoryReservationMb") is None and by_name["m01"].plain()["vgpuProfile"] == ""
 
@@ -298,11 +308,13 @@ def test_hosts_named_by_fqdn_address_or_capitals_give_parseable_resource_names()
     ("[fd00::5]:8443", "fd00::5", 8443),
     ("fd00::5", "fd00::5", 443),
 ])
-def test_pyvmomi_resources_use_the_port_of_vsphere_server(vsphere_config, address, server, port):
+def test_the_dynamic_providers_use_the_port_of_vsphere_server(vsphere_config, address, server, port):
     vsphere_config["vsphere:vsphereServer"] = address
     run = run_program(vsphere_config)
-    conns = {(r.plain()["server"], r.plain()["port"]) for r in run.of_type(DYNAMIC) if r.provider_name == "pyvmomi"}
-    assert conns == {(server, port)}
+    providers = [p for p in run.of_type("pulumi:providers:pulumi-python") if p.name in ("pyvmomi", "node-rolls")]
+    assert len(providers) == 2
+    assert {(p.plain()[VCENTER_CONFIG["server"]], p.plain()[VCENTER_CONFIG["port"]]) for p in providers} == {
+        (server, port)}
 
 
 @pytest.mark.parametrize("address", ["vc.example.com:", "vc.example.com:https", "vc.example.com:70000", "[fd00::5"])
