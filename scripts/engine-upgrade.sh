@@ -8,9 +8,11 @@
 #      the provider classes its state pickles (by module and name) read back from the export;
 #   3. `pulumi up` with this tree's components/: the release's retirements and nothing else (the vGPU
 #      resource is dropped and its delete leaves the vGPU on the running VM; the node's roll that holds
-#      it now is created and finds the VM as asked: no power cycle, checked on the VM), then
-#      `pulumi preview --expect-no-changes` (the engine fails it on any create, update, replace or
-#      delete; and, as a control, fails once an input changes);
+#      it now is created and finds the VM as asked: no power cycle, checked on the VM; the vCenter
+#      connection moves into the explicit providers: the pyvmomi provider is updated, the rolls' created,
+#      no resource updated), the credentials in no resource's inputs, and after `pulumi refresh` in none
+#      of their outputs either; then `pulumi preview --expect-no-changes` (the engine fails it on any
+#      create, update, replace or delete; and, as a control, fails once an input changes);
 #   4. the stack tag the up workflow records (gpu-lab:commit) set and read back on this backend;
 #   5. destroy with this tree: vSphere back as it was.
 # Prints one PASS line per step and "N passed, 0 failed"; FAIL and the engine's output otherwise.
@@ -91,6 +93,7 @@ import components
 # module that tree lacks in the repo's own components/.
 dynamic = Path(components.__file__).parent / "dynamic"
 NodeRoll = VmVgpuProfile = None
+providers_hold_the_connection = dynamic.is_dir() and "def vcenter_provider" in (dynamic / "provider.py").read_text()
 if dynamic.is_dir():
     from components.dynamic.host_settings import HostAdvancedOption, HostFirewallRuleset
     from components.dynamic.provider import PYVMOMI, VcenterConnection, explicit_provider
@@ -115,17 +118,27 @@ else:  # a release before components/dynamic/
 cfg = pulumi.Config()
 conn = VcenterConnection(server="127.0.0.1", port=cfg.require_int("port"), user=cfg.require("user"),
                          password=cfg.require_secret("password"), insecure=True)
-opts = pulumi.ResourceOptions(provider=pyvmomi_provider())
 host = cfg.require("host")
-HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
-HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.get("vmknic") or "vmk1", opts=opts)
-if NodeRoll is None:
-    VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), "grid_v100-8c", opts=opts)
-else:  # the VM's own size: the roll asks for nothing but the vGPU the older release attached
-    NodeRoll("vgpu-roll", conn, vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker",
-             cpus=cfg.require_int("vmCpus"), memory_mb=cfg.require_int("vmMemory"), memory_reservation_mb=None,
-             hardware_version=None, vgpu_profile="grid_v100-8c", kubeconfig=None, oc=DEFAULT_OC,
-             drain_timeout_s=NODE_DRAIN_TIMEOUT_S, opts=opts)
+vgpu = dict(vm_id=cfg.require("vmId"), vm_name=cfg.require("vmName"), role="worker", cpus=cfg.require_int("vmCpus"),
+            memory_mb=cfg.require_int("vmMemory"), memory_reservation_mb=None, hardware_version=None,
+            vgpu_profile="grid_v100-8c")  # the VM's own size: the roll asks for nothing but the vGPU it has
+if providers_hold_the_connection:  # each explicit provider holds the connection its resources need
+    from components.dynamic.provider import node_roll_provider, vcenter_provider
+
+    opts = pulumi.ResourceOptions(provider=vcenter_provider(conn))
+    HostFirewallRuleset("pvrdma-firewall", host, "pvrdma", True, opts=opts)
+    HostAdvancedOption("pvrdma-vmknic", host, "Net.PVRDMAVmknic", cfg.get("vmknic") or "vmk1", opts=opts)
+    NodeRoll("vgpu-roll", **vgpu, drain_timeout_s=NODE_DRAIN_TIMEOUT_S,
+             opts=pulumi.ResourceOptions(provider=node_roll_provider(conn, None, DEFAULT_OC)))
+else:  # each resource carries the connection
+    opts = pulumi.ResourceOptions(provider=pyvmomi_provider())
+    HostFirewallRuleset("pvrdma-firewall", conn, host, "pvrdma", True, opts=opts)
+    HostAdvancedOption("pvrdma-vmknic", conn, host, "Net.PVRDMAVmknic", cfg.get("vmknic") or "vmk1", opts=opts)
+    if NodeRoll is None:
+        VmVgpuProfile("vgpu", conn, cfg.require("vmId"), cfg.require("vmName"), "grid_v100-8c", opts=opts)
+    else:
+        NodeRoll("vgpu-roll", conn, **vgpu, kubeconfig=None, oc=DEFAULT_OC, drain_timeout_s=NODE_DRAIN_TIMEOUT_S,
+                 opts=opts)
 EOF
 cd "$WORK/proj"
 run stack.log pulumi stack init sim
@@ -184,24 +197,61 @@ BEFORE=$(vm_now) || fail "reading the VM after the older release's up"
 [[ $BEFORE = grid_v100-8c\ poweredOn* ]] || fail "the older release attached the vGPU to a running VM: $BEFORE"
 # the vGPU resource is retired by the release that moved the profile into the node's roll
 held_by_resource() { grep -qs 'class VmVgpuProfile' "$1/components/dynamic/vgpu.py" "$1/components/vsphere/dynamic.py"; }
-PYTHONPATH=$ROOT run retire.log pulumi up --yes --non-interactive --diff
+# the connection moves from each resource into its explicit provider
+held_by_provider() { grep -qs 'def vcenter_provider' "$1/components/dynamic/provider.py"; }
+created=0 updated=0 deleted=0 did=()
 if held_by_resource "$OLD" && ! held_by_resource "$ROOT"; then
-    if ! grep -q '1 created' "$WORK/retire.log" || ! grep -q '1 deleted' "$WORK/retire.log" \
-            || grep -q 'updated' "$WORK/retire.log"; then
-        cat "$WORK/retire.log"; fail "this tree's up: the roll created and the vGPU resource deleted, nothing else"
-    fi
-    did="the node's roll created, the vGPU resource deleted"
-else
-    grep -q '5 unchanged' "$WORK/retire.log" || { cat "$WORK/retire.log"; fail "this tree's up changes nothing"; }
-    did="nothing to retire"
+    created=$((created + 1)) deleted=$((deleted + 1)) did+=("the node's roll created, the vGPU resource deleted")
 fi
+if ! held_by_provider "$OLD" && held_by_provider "$ROOT"; then
+    created=$((created + 1)) updated=$((updated + 1))
+    did+=("the connection moved into the providers (pyvmomi updated, node-rolls created), no resource updated")
+fi
+PYTHONPATH=$ROOT run retire.log pulumi up --yes --non-interactive --diff
+for op in created updated deleted; do
+    if (( ${!op} )); then
+        grep -q "${!op} $op" "$WORK/retire.log" || { cat "$WORK/retire.log"; fail "this tree's up: ${!op} $op"; }
+    elif grep -q "[0-9] $op" "$WORK/retire.log"; then
+        cat "$WORK/retire.log"; fail "this tree's up: nothing $op"
+    fi
+done
+# --diff prints each step as "~ <type>: (update)", then its [id=...] and [urn=...] lines
+UPDATES=$(awk '/: \(update\)$/ { getline; getline; print $1 }' "$WORK/retire.log" | sort -u)
+if (( updated )) && [[ $UPDATES != *"pulumi:providers:pulumi-python::pyvmomi]" || $(wc -l <<<"$UPDATES") -ne 1 ]]; then
+    cat "$WORK/retire.log"; fail "this tree's up: the one update is the pyvmomi provider's ($UPDATES)"
+fi
+(( ${#did[@]} )) || did=("nothing to retire")
+did=$(printf '%s; ' "${did[@]}"); did=${did%; }
 AFTER=$(vm_now) || fail "reading the VM after this tree's up"
 [[ $AFTER = "$BEFORE" ]] || fail "the VM changed: before '$BEFORE', after '$AFTER'"
 pass "up with this tree: $did; the VM kept its vGPU, running, not rebooted ($AFTER)"
 
+# what each resource records: this tree's inputs carry no credential at once; the outputs the previous release
+# wrote keep theirs until the next refresh (or update) of the resource, which drops them
+credentials_in() {
+    pulumi stack export --file "$WORK/state-$1.json" >/dev/null 2>&1 || return 2
+    "$PY" - "$WORK/state-$1.json" <<'PY'
+import json, sys
+retired = {"server", "user", "password", "insecure", "port", "kubeconfig", "oc"}
+for r in json.load(open(sys.argv[1]))["deployment"]["resources"]:
+    if r["type"] == "pulumi-python:dynamic:Resource":
+        for side in ("inputs", "outputs"):
+            if retired & set(r.get(side) or {}):
+                print(f"{r['urn'].rsplit('::', 1)[-1]}.{side}")
+PY
+}
+held_by_provider "$ROOT" || fail "this tree's providers hold the connection"
+LEFT=$(credentials_in up) || fail "exporting the state after the upgrade"
+[[ -z $(grep '\.inputs$' <<<"$LEFT") ]] || fail "a resource's inputs still carry a credential after this tree's up: $LEFT"
+PYTHONPATH=$ROOT run refresh.log pulumi refresh --yes --non-interactive
+AFTER_REFRESH=$(credentials_in refresh) || fail "exporting the state after the refresh"
+[[ -z $AFTER_REFRESH ]] || fail "a resource still carries a credential after the refresh: $AFTER_REFRESH"
+[[ $(vm_now) = "$BEFORE" ]] || fail "the refresh changed the VM"
+pass "credentials: in no resource's inputs after the up${LEFT:+ (outputs written before: $(echo $LEFT | wc -w))}, in none after a refresh; the VM untouched"
+
 PYTHONPATH=$ROOT run preview.log pulumi preview --expect-no-changes --non-interactive --diff
-grep -qE '5 unchanged' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview saw the stack and 4 resources unchanged"; }
-pass "preview --expect-no-changes with this tree ($(git -C "$ROOT" rev-parse --short HEAD), working tree): 5 unchanged"
+grep -qE '6 unchanged' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview saw the stack, 2 providers and 3 resources unchanged"; }
+pass "preview --expect-no-changes with this tree ($(git -C "$ROOT" rev-parse --short HEAD), working tree): 6 unchanged"
 
 # the control: the same check does fail on a change
 run config.log pulumi config set vmknic vmk2
@@ -220,7 +270,7 @@ pass "stack tag gpu-lab:commit set and read back on the file backend"
 
 # ---------------------------------------------------------------- destroy with this tree
 PYTHONPATH=$ROOT run destroy.log pulumi destroy --yes --non-interactive
-grep -q '5 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy with this tree deleted the stack and 4 resources"; }
+grep -q '6 deleted' "$WORK/destroy.log" || { cat "$WORK/destroy.log"; fail "destroy with this tree deleted the stack, 2 providers and 3 resources"; }
 pass "destroy with this tree: the previous release's resources deleted"
 
 finish
