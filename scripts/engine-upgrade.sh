@@ -199,13 +199,13 @@ BEFORE=$(vm_now) || fail "reading the VM after the older release's up"
 held_by_resource() { grep -qs 'class VmVgpuProfile' "$1/components/dynamic/vgpu.py" "$1/components/vsphere/dynamic.py"; }
 # the connection moves from each resource into its explicit provider
 held_by_provider() { grep -qs 'def vcenter_provider' "$1/components/dynamic/provider.py"; }
-created=0 updated=0 deleted=0 did=()
+created=0 updated=0 deleted=0 steps=()
 if held_by_resource "$OLD" && ! held_by_resource "$ROOT"; then
-    created=$((created + 1)) deleted=$((deleted + 1)) did+=("the node's roll created, the vGPU resource deleted")
+    created=$((created + 1)) deleted=$((deleted + 1)) steps+=("the node's roll created, the vGPU resource deleted")
 fi
 if ! held_by_provider "$OLD" && held_by_provider "$ROOT"; then
     created=$((created + 1)) updated=$((updated + 1))
-    did+=("the connection moved into the providers (pyvmomi updated, node-rolls created), no resource updated")
+    steps+=("the connection moved into the providers (pyvmomi updated, node-rolls created), no resource updated")
 fi
 PYTHONPATH=$ROOT run retire.log pulumi up --yes --non-interactive --diff
 for op in created updated deleted; do
@@ -220,8 +220,8 @@ UPDATES=$(awk '/: \(update\)$/ { getline; getline; print $1 }' "$WORK/retire.log
 if (( updated )) && [[ $UPDATES != *"pulumi:providers:pulumi-python::pyvmomi]" || $(wc -l <<<"$UPDATES") -ne 1 ]]; then
     cat "$WORK/retire.log"; fail "this tree's up: the one update is the pyvmomi provider's ($UPDATES)"
 fi
-(( ${#did[@]} )) || did=("nothing to retire")
-did=$(printf '%s; ' "${did[@]}"); did=${did%; }
+(( ${#steps[@]} )) || steps=("nothing to retire")
+did=$(printf '%s; ' "${steps[@]}"); did=${did%; }
 AFTER=$(vm_now) || fail "reading the VM after this tree's up"
 [[ $AFTER = "$BEFORE" ]] || fail "the VM changed: before '$BEFORE', after '$AFTER'"
 pass "up with this tree: $did; the VM kept its vGPU, running, not rebooted ($AFTER)"
@@ -242,12 +242,12 @@ PY
 }
 held_by_provider "$ROOT" || fail "this tree's providers hold the connection"
 LEFT=$(credentials_in up) || fail "exporting the state after the upgrade"
-[[ -z $(grep '\.inputs$' <<<"$LEFT") ]] || fail "a resource's inputs still carry a credential after this tree's up: $LEFT"
+! grep -q '\.inputs$' <<<"$LEFT" || fail "a resource's inputs still carry a credential after this tree's up: $LEFT"
 PYTHONPATH=$ROOT run refresh.log pulumi refresh --yes --non-interactive
 AFTER_REFRESH=$(credentials_in refresh) || fail "exporting the state after the refresh"
 [[ -z $AFTER_REFRESH ]] || fail "a resource still carries a credential after the refresh: $AFTER_REFRESH"
 [[ $(vm_now) = "$BEFORE" ]] || fail "the refresh changed the VM"
-pass "credentials: in no resource's inputs after the up${LEFT:+ (outputs written before: $(echo $LEFT | wc -w))}, in none after a refresh; the VM untouched"
+pass "credentials: in no resource's inputs after the up${LEFT:+ (outputs written before: $(wc -l <<<"$LEFT"))}, in none after a refresh; the VM untouched"
 
 PYTHONPATH=$ROOT run preview.log pulumi preview --expect-no-changes --non-interactive --diff
 grep -qE '6 unchanged' "$WORK/preview.log" || { cat "$WORK/preview.log"; fail "preview saw the stack, 2 providers and 3 resources unchanged"; }

@@ -45,5 +45,5 @@ def test_engine_sim_passes():
     assert len(passed) == STEPS and not any(line.startswith("FAIL") for line in lines), out
     # The steps that matter, in order, each with a timing.
     for line, what in zip(passed, ["lab-vcsim", "project", "preview --policy-pack", "up --policy-pack",
-                                   "password", "explicit provider", "update", "destroy"], strict=True):
+                                   "password", "a provider's configuration", "update", "destroy"], strict=True):
         assert line.startswith(f"PASS {what}") and re.search(r"\(\d+s\)$", line), line

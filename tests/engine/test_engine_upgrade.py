@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # absolute: the harness runs the engine from other directories (a relative PULUMI_CACHE_DIR is the cwd's)
 CACHE = Path(os.environ.get("PULUMI_CACHE_DIR", ROOT / ".cache" / "pulumi")).resolve()
 SCRIPT = ROOT / "scripts" / "engine-upgrade.sh"
-STEPS = ["previous release", "up with", "the state names", "up with this tree", "preview --expect-no-changes", "control",
-         "stack tag", "destroy"]
+STEPS = ["previous release", "up with", "the state names", "up with this tree", "credentials",
+         "preview --expect-no-changes", "control", "stack tag", "destroy"]
 
 
 @pytest.fixture(autouse=True)
