@@ -46,7 +46,7 @@ EXPECTED = {
         ("k8s-gpu-limits", F.GPU_JOB, M),
         ("secrets-k8s-secret-data-is-secret", F.LICENSING_SECRET, M),
         ("secrets-credentials-are-secret", F.SWITCH_COMMAND, M),
-        ("secrets-credentials-are-secret", F.roll(W[0]), M),
+        ("secrets-credentials-are-secret", F.VCENTER_PROVIDER, M),
         ("command-connect-timeout", F.SWITCH_COMMAND, A),
         ("command-ssh-host-key-pinned", F.SWITCH_COMMAND, A),
     },
@@ -91,7 +91,7 @@ def test_secret_markers_reach_the_pack(reports):
     # lab carries the same passwords as secrets and passes; in broken-workloads they are plain text
     secret_verdicts = [v for v in reports["broken-workloads"].verdicts
                        if v.policy == "secrets-credentials-are-secret"]
-    assert {v.message.split(" reaches")[0] for v in secret_verdicts} == {"connection.password", "password"}
+    assert {v.message.split(" reaches")[0] for v in secret_verdicts} == {"connection.password", "vcenter:password"}
     assert not any(PLACEHOLDER in v.message for r in reports.values() for v in r.verdicts)
 
 

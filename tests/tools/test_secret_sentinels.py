@@ -51,15 +51,16 @@ WORD = {
 # Where each secret may be: (resource type, input path). Paths are the recorded inputs' keys,
 # list indexes as [n]; a pattern matches the whole path.
 CARRIERS: dict[str, set[tuple[str, str]]] = {
-    # the pyvmomi dynamic resources log in to vCenter themselves (components/dynamic/)
-    "vsphere:password": {("pulumi-python:dynamic:Resource", "password"), ("pulumi:providers:vsphere", "password")},
+    # our dynamic resources log in to vCenter with the login their explicit providers hold (components/dynamic/)
+    "vsphere:password": {("pulumi:providers:pulumi-python", "vcenter:password"), ("pulumi:providers:vsphere", "password")},
     # install-config, on openshift-install's stdin
     "gpu-lab:pullSecret": {("command:local:Command", "stdin")},
     "gpu-lab:sshPublicKey": {("command:local:Command", "stdin")},
     "gpu-lab:helperSshPrivateKey": {(kind, "connection.privateKey") for kind in REMOTE},
     "gpu-lab:switchPasswords": {("command:remote:Command", "connection.password")},
-    # the add-ons' provider, and the vGPU resources that drain a node before its power-off
-    "gpu-lab:kubeconfig": {("pulumi:providers:kubernetes", "kubeconfig"), ("pulumi-python:dynamic:Resource", "kubeconfig")},
+    # the add-ons' provider, and the node rolls' provider, whose rolls drain a node before its power-off
+    "gpu-lab:kubeconfig": {("pulumi:providers:kubernetes", "kubeconfig"),
+                           ("pulumi:providers:pulumi-python", "cluster:kubeconfig")},
     "gpu-lab:nvidiaLicenseToken": {(SECRET, "stringData.client_configuration_token.tok")},
     "gpu-lab:griddConf": {(SECRET, "stringData.gridd.conf")},
     "gpu-lab:registryAuth": {(SECRET, "stringData..dockerconfigjson")},
