@@ -1,8 +1,10 @@
 """The dynamic providers: their CRUD against lab-vcsim, how they register, how they travel.
 
-Each provider is a plain object, so the lifecycle tests call create/diff/update/read/delete
-directly with the property dicts the engine would pass, then read vSphere back on a
-session of their own. One test makes a host misbehave with a recording stub (conftest).
+Each provider is a plain object, so the lifecycle tests configure it with the vCenter connection its
+explicit provider holds (lab_vcsim.configured, as the engine's provider process does), call
+create/diff/update/read/delete directly with the property dicts the engine would pass (no connection
+in them), then read vSphere back on a session of their own. One test makes a host misbehave with a
+recording stub (conftest).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import pulumi
 import pytest
 from google.protobuf import struct_pb2
-from lab_vcsim import VCSIM_PASSWORD, VCSIM_USER, lab_vcsim_binary, vm_named
+from lab_vcsim import VCSIM_PASSWORD, VCSIM_USER, configured, lab_vcsim_binary, provider_config, vm_named
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.mocks import MockMonitor
@@ -42,17 +44,26 @@ from components.dynamic.host_settings import (
     HostModuleOptions,
     ModuleOptionsProvider,
 )
-from components.dynamic.provider import VcenterConnection, VsphereOperationError, _SettingProvider
+from components.dynamic.provider import (
+    VCENTER_CONFIG,
+    VcenterConnection,
+    VsphereOperationError,
+    _SettingProvider,
+    vcenter_provider,
+)
 from components.dynamic.vgpu import _VGPU_PROFILE, VgpuProfileProvider
 from tools import sdk_access
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
+PROVIDER_TYPE = "pulumi:providers:pulumi-python"
+CONNECTION = {"server", "user", "password", "insecure", "port"}
+"""What a resource's inputs carried before its explicit provider held the vCenter connection."""
 
 
-def engine_props(provider: _SettingProvider, conn_props: dict, **inputs) -> dict:
-    """Inputs as the engine hands them to a provider (the serialized provider included)."""
-    return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **conn_props, **inputs}
+def engine_props(provider: _SettingProvider, **inputs) -> dict:
+    """Inputs as the engine hands them to a provider (the serialized provider included, no connection)."""
+    return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **inputs}
 
 
 # ---------------------------------------------------------------- host advanced option
@@ -61,27 +72,33 @@ def engine_props(provider: _SettingProvider, conn_props: dict, **inputs) -> dict
 def test_advanced_option_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H0")
     assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == ""  # as ESXi ships it
-    provider = AdvancedOptionProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.PVRDMAVmknic", value="vmk1")
+    provider = configured(AdvancedOptionProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H0", key="Net.PVRDMAVmknic", value="vmk1")
 
     created = provider.create(news)
     assert created.id == "DC0_C0_H0:option:Net.PVRDMAVmknic"
     assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == "vmk1"
     olds = created.outs
     assert olds["original"] == ""
-    # Delete sees only these outputs: every input, the password too, must be there.
+    # Delete sees only these outputs: every input must be there; the connection is the provider's, not theirs.
     assert {k: olds[k] for k in news if k != "__provider"} == {k: v for k, v in news.items() if k != "__provider"}
     assert "__provider" not in olds
+    assert not CONNECTION & set(olds)
 
     assert provider.diff(created.id, olds, news).changes is False
     value_change = provider.diff(created.id, olds, {**news, "value": "vmk3"})
     assert (value_change.changes, value_change.replaces) == (True, [])
-    password_change = provider.diff(created.id, olds, {**news, "password": "rotated"})
-    assert (password_change.changes, password_change.replaces) == (True, [])
+    # A rotated password, or another vCenter address, changes the explicit provider's configuration
+    # alone: the engine configures a new provider process with it, and the resource has no diff.
+    rotated = configured(AdvancedOptionProvider(), {**conn_props, "password": "rotated"})
+    password_change = rotated.diff(created.id, olds, news)
+    assert (password_change.changes, password_change.replaces) == (False, [])
+    moved_vcenter = configured(AdvancedOptionProvider(), {**conn_props, "server": "vc2"}).diff(created.id, olds, news)
+    assert (moved_vcenter.changes, moved_vcenter.replaces) == (False, [])
     moved = provider.diff(created.id, olds, {**news, "hostName": "DC0_C0_H1"})
     assert (moved.changes, moved.replaces, moved.delete_before_replace) == (True, ["hostName"], True)
-    rekeyed = provider.diff(created.id, olds, {**news, "key": "Net.Other", "server": "vc2"})
-    assert rekeyed.replaces == ["server", "key"]
+    rekeyed = provider.diff(created.id, olds, {**news, "key": "Net.Other"})
+    assert rekeyed.replaces == ["key"]
 
     updated = provider.update(created.id, olds, {**news, "value": "vmk3"})
     assert hostops.get_advanced_option(host, "Net.PVRDMAVmknic") == "vmk3"
@@ -97,8 +114,8 @@ def test_advanced_option_lifecycle(si, conn_props):
 
 
 def test_advanced_option_create_fails_cleanly_on_an_unknown_key(si, conn_props):
-    provider = AdvancedOptionProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H0", key="Net.NoSuchOption", value="1")
+    provider = configured(AdvancedOptionProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H0", key="Net.NoSuchOption", value="1")
     with pytest.raises(VsphereOperationError, match="no advanced option 'Net.NoSuchOption'"):
         provider.create(news)
     with pytest.raises(hostops.VsphereLookupError):
@@ -106,11 +123,10 @@ def test_advanced_option_create_fails_cleanly_on_an_unknown_key(si, conn_props):
 
 
 def test_a_wrapped_secret_password_still_logs_in(si, conn_props):
-    provider = FirewallRulesetProvider()
-    props = engine_props(
-        provider, conn_props, hostName="DC0_H0", ruleset="pvrdma", enabled=False
-    )
-    props["password"] = sdk_access.wrap_secret(conn_props["password"])
+    # The password in the provider's configuration as the wire carries a secret.
+    provider = configured(FirewallRulesetProvider(),
+                          {**conn_props, "password": sdk_access.wrap_secret(conn_props["password"])})
+    props = engine_props(provider, hostName="DC0_H0", ruleset="pvrdma", enabled=False)
     assert provider.read("DC0_H0:firewall:pvrdma", props).outs["enabled"] is False
 
 
@@ -120,8 +136,8 @@ def test_a_wrapped_secret_password_still_logs_in(si, conn_props):
 def test_firewall_ruleset_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H1")
     assert hostops.get_ruleset_enabled(host, "pvrdma") is False
-    provider = FirewallRulesetProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", ruleset="pvrdma", enabled=True)
+    provider = configured(FirewallRulesetProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H1", ruleset="pvrdma", enabled=True)
 
     created = provider.create(news)
     assert created.id == "DC0_C0_H1:firewall:pvrdma"
@@ -142,10 +158,8 @@ def test_firewall_ruleset_lifecycle(si, conn_props):
 def test_firewall_delete_restores_an_enabled_ruleset(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H1")
     assert hostops.get_ruleset_enabled(host, "sshServer") is True
-    provider = FirewallRulesetProvider()
-    created = provider.create(
-        engine_props(provider, conn_props, hostName="DC0_C0_H1", ruleset="sshServer", enabled=False)
-    )
+    provider = configured(FirewallRulesetProvider(), conn_props)
+    created = provider.create(engine_props(provider, hostName="DC0_C0_H1", ruleset="sshServer", enabled=False))
     assert hostops.get_ruleset_enabled(host, "sshServer") is False
     provider.delete(created.id, created.outs)
     assert hostops.get_ruleset_enabled(host, "sshServer") is True
@@ -156,8 +170,8 @@ def test_firewall_delete_restores_an_enabled_ruleset(si, conn_props):
 
 def test_graphics_type_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H2")
-    provider = GraphicsTypeProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect")
+    provider = configured(GraphicsTypeProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H2", graphicsType="sharedDirect")
 
     created = provider.create(news)
     assert created.id == "DC0_C0_H2:graphics"
@@ -179,10 +193,10 @@ def test_graphics_type_lifecycle(si, conn_props):
 def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fake_graphics):
     # A host that accepts the change and does not apply it: no simulator does that, so in process.
     fake_graphics.methods["UpdateGraphicsConfig"] = lambda config: None  # accepted, not applied
-    provider = GraphicsTypeProvider()
+    provider = configured(GraphicsTypeProvider(), conn_props)
     with pytest.raises(VsphereOperationError, match="graphics type: create failed in HostGraphicsManager.graphicsConfig: "
                                                       "not applied: wrote 'sharedDirect' but vSphere reports 'shared'"):
-        provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
+        provider.create(engine_props(provider, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
     # The failed create tried to put the original back before reporting.
     assert [c.body()["config"]["hostDefaultGraphicsType"] for c in fake_graphics.calls] == ["sharedDirect", "shared"]
 
@@ -192,9 +206,9 @@ def test_graphics_create_rolls_back_when_the_host_ignores_it(si, conn_props, fak
 
 def test_module_options_lifecycle(si, conn_props):
     host = hostops.find_host(si, "DC0_C0_H2")
-    provider = ModuleOptionsProvider()
+    provider = configured(ModuleOptionsProvider(), conn_props)
     options = "pfctx=0x08 pfcrx=0x08 trust_state=2"
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H2", module="nmlx5_core", options=options)
+    news = engine_props(provider, hostName="DC0_C0_H2", module="nmlx5_core", options=options)
 
     created = provider.create(news)
     assert created.id == "DC0_C0_H2:module:nmlx5_core"
@@ -225,8 +239,8 @@ def test_an_older_labs_vgpu_resource_is_read_and_dropped_leaving_the_vgpu(si, co
     code: the provider is unpickled by module and name) leaves the vGPU on the running VM."""
     vm = vm_named(si, "DC0_C0_RP0_VM0")
     assert vm.runtime.powerState == "poweredOn" and hostops.vgpu_devices(vm) == []
-    provider = VgpuProfileProvider()
-    news = engine_props(provider, conn_props, vmId=vm._moId, vmName=vm.name, profile="grid_v100-16c")
+    provider = configured(VgpuProfileProvider(), conn_props)
+    news = engine_props(provider, vmId=vm._moId, vmName=vm.name, profile="grid_v100-16c")
     created = provider.create(news)  # as the older release attached it
     try:
         assert created.id == f"{vm._moId}:vgpu"
@@ -257,11 +271,11 @@ def test_an_older_labs_vgpu_resource_is_read_and_dropped_leaving_the_vgpu(si, co
     ],
 )
 def test_check_reports_bad_inputs_by_property(provider, inputs, failing):
-    conn = {"server": "vc.lab.example", "user": "administrator", "password": "x", "insecure": True, "port": 443}
     # Decoded as pulumi.dynamic's Check decodes the engine's request (keep_unknowns: an unknown
-    # becomes a pulumi.output.Unknown; sdk/python/lib/pulumi/dynamic/__main__.py).
+    # becomes a pulumi.output.Unknown; sdk/python/lib/pulumi/dynamic/__main__.py). No connection in
+    # the inputs, and none configured: check needs neither.
     struct = struct_pb2.Struct()
-    struct.update({"kind": provider.kind, **conn, **inputs})
+    struct.update({"kind": provider.kind, **inputs})
     result = provider.check({}, sdk_access.deserialize_properties(struct, keep_unknowns=True))
     assert [f.property for f in result.failures] == failing
 
@@ -283,10 +297,14 @@ class _RecordingMonitor(MockMonitor):
     def __init__(self, mocks):
         super().__init__(mocks)
         self.requests = []
+        self.urns: dict[str, str] = {}
+        """A registered resource's reference as a dependent's `provider` names it (URN::ID), by name."""
 
     def RegisterResource(self, request):  # noqa: N802 - the monitor's gRPC method name
         self.requests.append(request)
-        return super().RegisterResource(request)
+        response = super().RegisterResource(request)
+        self.urns[request.name] = f"{response.urn}::{response.id}"
+        return response
 
 
 CONTRACT_INPUTS = {
@@ -297,41 +315,58 @@ CONTRACT_INPUTS = {
 }
 
 
-def test_resources_register_as_the_contract_says_with_a_secret_password():
+@pytest.mark.parametrize("wrapped", [True, False], ids=["secret-password", "plain-password"])
+def test_resources_register_as_the_contract_says_with_a_secret_password(wrapped):
+    """A resource's inputs carry its setting and no connection; its explicit provider (vcenter_provider)
+    holds the connection once, the password a secret in its inputs."""
     monitor = _RecordingMonitor(_Mocks())
     pulumi.runtime.set_mocks(monitor.mocks, project="gpu-lab", stack="test", preview=False, monitor=monitor)
 
     @pulumi.runtime.test
     def program():
-        secret = VcenterConnection("vc.lab.example", "administrator@vsphere.local", pulumi.Output.secret("s3cret"))
         # A caller that forgets to wrap the password must not leak it either.
-        plain = VcenterConnection("vc.lab.example", "administrator@vsphere.local", "plain-s3cret", insecure=True)
+        password = pulumi.Output.secret("s3cret") if wrapped else "s3cret"
+        conn = VcenterConnection("vc.lab.example", "administrator@vsphere.local", password, insecure=not wrapped)
+        opts = pulumi.ResourceOptions(provider=vcenter_provider(conn))
         made = [
-            HostAdvancedOption("esx24-pvrdma-vmknic", secret, "esx01", "Net.PVRDMAVmknic", "vmk3"),
-            HostFirewallRuleset("esx24-pvrdma-fw", secret, "esx01"),
-            HostGraphicsType("esx24-graphics", plain, "esx01"),
-            HostModuleOptions("esx24-nmlx5", secret, "esx01", options="pfctx=0x08 pfcrx=0x08"),
+            HostAdvancedOption("esx24-pvrdma-vmknic", "esx01", "Net.PVRDMAVmknic", "vmk3", opts=opts),
+            HostFirewallRuleset("esx24-pvrdma-fw", "esx01", opts=opts),
+            HostGraphicsType("esx24-graphics", "esx01", opts=opts),
+            HostModuleOptions("esx24-nmlx5", "esx01", options="pfctx=0x08 pfcrx=0x08", opts=opts),
         ]
         return pulumi.Output.all(*[r.id for r in made])
 
     program()
 
     requests = [r for r in monitor.requests if r.type != "pulumi:pulumi:Stack"]
-    assert [r.type for r in requests] == [DYNAMIC_TYPE] * 4
+    [provider] = [r for r in requests if r.type == PROVIDER_TYPE]
+    resources = [r for r in requests if r.type != PROVIDER_TYPE]
+    assert [r.type for r in resources] == [DYNAMIC_TYPE] * 4
+
+    # the explicit provider: the connection, once, the password secret even when handed over plain
+    config = sdk_access.deserialize_properties(provider.object)
+    assert set(VCENTER_CONFIG.values()) <= set(config)
+    assert sdk_access.is_secret_value(config[VCENTER_CONFIG["password"]])
+    assert sdk_access.unwrap_secret(config[VCENTER_CONFIG["password"]]) == "s3cret"
+    for key in ("server", "user", "port", "insecure"):
+        assert not sdk_access.is_secret_value(config[VCENTER_CONFIG[key]]), key
+    assert {key: config[VCENTER_CONFIG[key]] for key in ("server", "user", "port", "insecure")} == {
+        "server": "vc.lab.example", "user": "administrator@vsphere.local", "port": 443, "insecure": not wrapped}
+
+    # the resources: no connection, nothing secret to declare, each served by that provider
     by_kind = {}
-    for request in requests:
+    for request in resources:
         inputs = sdk_access.deserialize_properties(request.object)
         kind = sdk_access.unwrap_secret(inputs["kind"])
         by_kind[kind] = inputs
-        assert list(request.additionalSecretOutputs) == ["password"], kind
+        assert list(request.additionalSecretOutputs) == [], kind
+        assert request.provider == monitor.urns[provider.name], kind
     assert set(by_kind) == set(CONTRACT_INPUTS)
     for kind, inputs in by_kind.items():
-        connection = {"server", "user", "password", "insecure", "port"}
-        assert set(inputs) == {"kind", "__provider", *connection, *CONTRACT_INPUTS[kind]}, kind
-        assert sdk_access.is_secret_value(inputs["password"]), kind
-        assert not sdk_access.is_secret_value(inputs["user"]), kind
+        assert set(inputs) == {"kind", "__provider", *CONTRACT_INPUTS[kind]}, kind
+        assert not CONNECTION & set(inputs), kind
+        assert not any(sdk_access.is_secret_value(inputs[k]) for k in CONTRACT_INPUTS[kind]), kind
         assert sdk_access.is_secret_value(inputs["__provider"]), kind  # the SDK's default, kept
-    assert sdk_access.unwrap_secret(by_kind["vsphere-host-graphics"]["password"]) == "plain-s3cret"
     assert by_kind["vsphere-host-firewall-ruleset"]["ruleset"] == "pvrdma"
     assert by_kind["vsphere-host-firewall-ruleset"]["enabled"] is True
     assert by_kind["vsphere-host-graphics"]["graphicsType"] == "sharedDirect"
@@ -374,7 +409,9 @@ def test_providers_unpickle_in_a_fresh_process_without_pyvmomi():
 
 
 def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
-    """Create and delete over gRPC, as the engine does, against vcsim."""
+    """Create and delete over gRPC, as the engine does, against vcsim: Configure first with the explicit
+    provider's inputs (the connection, the password as the secret it is), then the resource's requests,
+    which carry none of it."""
     import grpc
     from google.protobuf import struct_pb2
     from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
@@ -391,12 +428,15 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
     )
     try:
         port = int(server.stdout.readline())  # the server prints its port first
+        config = provider_config(conn_props)
+        config[VCENTER_CONFIG["password"]] = sdk_access.wrap_secret(conn_props["password"])
+        args = struct_pb2.Struct()
+        args.update(config)
         props = struct_pb2.Struct()
         props.update(
             {
                 "__provider": serialize_provider(_FIREWALL_RULESET),
                 "kind": _FIREWALL_RULESET.kind,
-                **conn_props,
                 "hostName": "DC0_C0_H2",
                 "ruleset": "pvrdma",
                 "enabled": True,
@@ -405,10 +445,12 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
         urn = "urn:pulumi:test::gpu-lab::pulumi-python:dynamic:Resource::esx-pvrdma-fw"
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            stub.Configure(provider_pb2.ConfigureRequest(args=args), timeout=30)
             created = stub.Create(provider_pb2.CreateRequest(urn=urn, properties=props), timeout=30)
             assert created.id == "DC0_C0_H2:firewall:pvrdma"
             outs = dict(created.properties)
-            assert outs["original"] is False and outs["password"] == conn_props["password"]
+            assert outs["original"] is False and not CONNECTION & set(outs)
+            assert conn_props["password"] not in str(created.properties)
             assert hostops.get_ruleset_enabled(host, "pvrdma") is True
 
             stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=urn, properties=created.properties), timeout=30)
@@ -418,9 +460,8 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
 
 
 def test_module_options_have_no_silent_default():
-    conn = VcenterConnection("vc.lab.example", "administrator", "x")
     with pytest.raises(TypeError, match="needs options"):
-        HostModuleOptions("esx24-nmlx5", conn, "esx01")
+        HostModuleOptions("esx24-nmlx5", "esx01")
 
 
 def test_the_provider_server_runs_more_than_four_creates_at_once(tmp_path):
@@ -451,11 +492,17 @@ def test_the_provider_server_runs_more_than_four_creates_at_once(tmp_path):
         sim_port = int(re.search(r"@127\.0\.0\.1:(\d+)/sdk", (tmp_path / "out").read_text()).group(1))
         port = int(server.stdout.readline())
         errors: list[BaseException] = []
+        # as the engine does before the first resource request: the explicit provider's inputs
+        args = struct_pb2.Struct()
+        args.update(provider_config({"server": "127.0.0.1", "port": sim_port, "user": VCSIM_USER,
+                                     "password": VCSIM_PASSWORD, "insecure": True}))
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            provider_pb2_grpc.ResourceProviderStub(channel).Configure(provider_pb2.ConfigureRequest(args=args),
+                                                                      timeout=30)
 
         def create(i: int) -> None:
             props = struct_pb2.Struct()
-            props.update({"kind": _FIREWALL_RULESET.kind, "server": "127.0.0.1", "port": sim_port,
-                          "user": VCSIM_USER, "password": VCSIM_PASSWORD, "insecure": True,
+            props.update({"kind": _FIREWALL_RULESET.kind,
                           "hostName": "DC0_H0", "ruleset": "pvrdma", "enabled": True, "original": None,
                           "__provider": serialize_provider(_FIREWALL_RULESET)})
             urn = f"urn:pulumi:test::gpu-lab::pulumi-python:dynamic:Resource::ruleset-{i}"

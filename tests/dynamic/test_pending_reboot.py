@@ -13,6 +13,7 @@ from __future__ import annotations
 import builders
 import pulumi
 import pytest
+from lab_vcsim import configured
 
 from components.dynamic import hostops
 from components.dynamic.host_settings import FirewallRulesetProvider, GraphicsTypeProvider, ModuleOptionsProvider
@@ -21,8 +22,9 @@ from tools.mockrun import LabMocks, run_program
 OPTIONS = "pfctx=0x08 pfcrx=0x08 trust_state=2"
 
 
-def engine_props(provider, conn_props: dict, **inputs) -> dict:
-    return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **conn_props, **inputs}
+def engine_props(provider, **inputs) -> dict:
+    """Inputs as the engine hands them to a provider: no connection (the provider's configuration holds it)."""
+    return {"__provider": "c2VyaWFsaXplZA==", "kind": provider.kind, **inputs}
 
 
 @pytest.fixture()
@@ -50,8 +52,8 @@ def test_vcsim_reports_a_boot_time(si):
 
 
 def test_written_module_options_are_pending_until_the_host_reboots(si, conn_props, module_writes, monkeypatch):
-    provider = ModuleOptionsProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
+    provider = configured(ModuleOptionsProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     booted = hostops.boot_time(hostops.find_host(si, "DC0_C0_H1"))
 
     created = provider.create(news)
@@ -68,8 +70,8 @@ def test_written_module_options_are_pending_until_the_host_reboots(si, conn_prop
 
 
 def test_a_changed_priority_is_pending_again(si, conn_props, module_writes, monkeypatch):
-    provider = ModuleOptionsProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
+    provider = configured(ModuleOptionsProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
     monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")
     in_force = provider.read(created.id, created.outs).outs
@@ -84,40 +86,45 @@ def test_a_changed_priority_is_pending_again(si, conn_props, module_writes, monk
 def test_options_already_in_place_are_neither_written_nor_pending(si, conn_props, module_writes):
     hostops.set_module_options(hostops.find_host(si, "DC0_C0_H1"), "nmlx5_core", OPTIONS)
     module_writes.clear()
-    provider = ModuleOptionsProvider()
-    created = provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core",
-                                           options=OPTIONS))
+    provider = configured(ModuleOptionsProvider(), conn_props)
+    created = provider.create(engine_props(provider, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS))
     assert module_writes == []
     assert (created.outs["pendingReboot"], created.outs["original"]) == (False, OPTIONS)
 
 
-def test_a_connection_only_update_writes_nothing_and_keeps_the_pending_state(si, conn_props, module_writes):
-    """A rotated vCenter password: the engine calls update with the new password (our diff says update);
-    the options on the host are what they were, so nothing is written and nothing becomes pending."""
-    provider = ModuleOptionsProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
+def test_a_rotated_password_is_no_diff_and_an_update_writes_nothing_and_keeps_the_pending_state(
+        si, conn_props, module_writes):
+    """A rotated vCenter password changes the explicit provider's configuration alone: the engine configures
+    a new provider process with it, and the resource's diff finds no change (the state of a previous release,
+    which kept the password before in each resource, neither). An update that runs anyway finds the options on
+    the host as they were: nothing is written, nothing becomes pending, and the old copy of the password goes."""
+    provider = configured(ModuleOptionsProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
     written = len(module_writes)
-    olds = {**created.outs, "password": "the-password-before"}
-    diff = provider.diff(created.id, olds, news)
-    assert (diff.changes, diff.replaces) == (True, [])
+    rotated = configured(ModuleOptionsProvider(), {**conn_props, "password": "the-password-after"})
+    diff = rotated.diff(created.id, created.outs, news)
+    assert (diff.changes, diff.replaces) == (False, [])
+    olds = {**created.outs, "password": "the-password-before"}  # as a previous release's state kept it
+    diff = rotated.diff(created.id, olds, news)
+    assert (diff.changes, diff.replaces) == (False, [])
     updated = provider.update(created.id, olds, news)
     assert module_writes[written:] == []
     assert updated.outs["pendingSinceBoot"] == created.outs["pendingSinceBoot"]
-    assert updated.outs["password"] == conn_props["password"]
+    assert "password" not in updated.outs
 
 
 def test_graphics_type_is_pending_too(si, conn_props, fake_graphics, monkeypatch):
-    provider = GraphicsTypeProvider()
-    created = provider.create(engine_props(provider, conn_props, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
+    provider = configured(GraphicsTypeProvider(), conn_props)
+    created = provider.create(engine_props(provider, hostName="DC0_C0_H2", graphicsType="sharedDirect"))
     assert created.outs["pendingReboot"] is True
     monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")
     assert provider.read(created.id, created.outs).outs["pendingReboot"] is False
 
 
 def test_settings_in_force_at_once_report_nothing_pending(si, conn_props):
-    provider = FirewallRulesetProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H0", ruleset="pvrdma", enabled=True)
+    provider = configured(FirewallRulesetProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H0", ruleset="pvrdma", enabled=True)
     created = provider.create(news)
     try:
         assert "pendingReboot" not in created.outs
@@ -162,9 +169,10 @@ def test_nothing_pending_is_an_empty_map():
 
 
 def test_an_update_after_the_reboot_clears_what_was_pending(si, conn_props, module_writes, monkeypatch):
-    """Without a refresh in between: the next update (here a rotated password) sees the new boot."""
-    provider = ModuleOptionsProvider()
-    news = engine_props(provider, conn_props, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
+    """Without a refresh in between: the next update (here of a previous release's state, with the password
+    it kept) sees the new boot."""
+    provider = configured(ModuleOptionsProvider(), conn_props)
+    news = engine_props(provider, hostName="DC0_C0_H1", module="nmlx5_core", options=OPTIONS)
     created = provider.create(news)
     monkeypatch.setattr(hostops, "boot_time", lambda host: "2031-01-01T00:00:00+00:00")
     updated = provider.update(created.id, {**created.outs, "password": "the-password-before"}, news)
