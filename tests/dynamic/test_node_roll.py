@@ -9,6 +9,10 @@ per VM. The power calls are marked in the same log, so each test reads one timel
 The engine runs node N+1's update only once node N's finished, and none after a failed one: each
 NodeRoll depends on the previous (tests/vsphere/test_vsphere_program.py asserts the chain);
 `roll_in_order` plays that here, update after update, stopping at the first error.
+
+The rolls reach vCenter and the cluster through their explicit provider's configuration, not their inputs:
+`roll_provider` is a NodeRollProvider configured as the engine configures it (tests/lab_vcsim.py `configured`),
+with the test kubeconfig and the stand-in oc unless a test says otherwise.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from pathlib import Path
 
 import pulumi
 import pytest
-from lab_vcsim import running_lab_vcsim, vm_named
+from lab_vcsim import configured, provider_config, running_lab_vcsim, vm_named
+from pulumi.runtime.rpc import UNKNOWN
 from pyVmomi import vim
 
 from components.dynamic import hostops
 from components.dynamic import roll as r
+from components.dynamic.provider import NOT_CONFIGURED, RETIRED_INPUTS
 from components.openshift.files.common import render_script
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# test kubeconfig\n"
@@ -193,19 +199,24 @@ def said(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return messages
 
 
-def props(conn: dict, vm, *, cpus=1, memory=32, profile="grid_v100-16c", **extra) -> dict:
-    """A NodeRoll's inputs as the engine hands them over."""
-    return {"__provider": "c2VyaWFsaXplZA==", "kind": r.KIND, **conn, "vmId": vm._moId, "vmName": vm.name,
+def props(vm, *, cpus=1, memory=32, profile="grid_v100-16c", **extra) -> dict:
+    """A NodeRoll's inputs as the engine hands them over: no connection, kubeconfig or oc (its provider's)."""
+    return {"__provider": "c2VyaWFsaXplZA==", "kind": r.KIND, "vmId": vm._moId, "vmName": vm.name,
             "nodeName": vm.name, "role": "worker", "cpus": cpus, "memoryMb": memory, "memoryReservationMb": None,
-            "hardwareVersion": None, "vgpuProfile": profile, "poweredOn": True, "oc": "oc", "drainTimeoutS": 900,
-            "kubeconfig": KUBECONFIG, **extra}
+            "hardwareVersion": None, "vgpuProfile": profile, "poweredOn": True, "drainTimeoutS": 900, **extra}
 
 
-def roll_in_order(changes: list[tuple[dict, dict]]) -> list[str]:
+def roll_provider(conn: dict, *, kubeconfig: str | None = KUBECONFIG, oc: str = "oc") -> r.NodeRollProvider:
+    """The rolls' provider as the engine's provider process has it: configured with vCenter and the cluster
+    (``kubeconfig=None``: the stack names no cluster)."""
+    return configured(r.NodeRollProvider(), conn, kubeconfig=kubeconfig, oc=oc)
+
+
+def roll_in_order(conn: dict, changes: list[tuple[dict, dict]]) -> list[str]:
     """The engine over the NodeRoll chain: each update after the previous finished, none after a failure.
     Returns the nodes updated; re-raises the first failure after recording it."""
     done: list[str] = []
-    provider = r.NodeRollProvider()
+    provider = roll_provider(conn)
     r._FAILED_IN_THIS_RUN.clear()  # a new `up`, a new provider process
     for old, new in changes:
         assert provider.diff("id", old, new).changes
@@ -273,7 +284,7 @@ def expected_node_steps(node: str, boot: str = "boot-1") -> list[str]:
 def test_four_workers_roll_one_at_a_time_drained_first(dsi, conn, workers, log, said, change):
     new_settings = {"cpus": 2, "memory": 64} if change == "sizing" else {"profile": "grid_v100-32c"}
     start = time.time()
-    done = roll_in_order([(props(conn, vm), props(conn, vm, **new_settings)) for vm in workers])
+    done = roll_in_order(conn, [(props(vm), props(vm, **new_settings)) for vm in workers])
 
     assert done == WORKERS
     wanted = (2, 64, "grid_v100-16c") if change == "sizing" else (1, 32, "grid_v100-32c")
@@ -304,9 +315,9 @@ def test_a_failure_on_the_second_of_four_stops_the_roll_and_leaves_it_running_on
         power_on(vm)
 
     monkeypatch.setattr(hostops, "power_on", refuse_the_new_sizing)
-    changes = [(props(conn, vm), props(conn, vm, cpus=2, memory=64)) for vm in workers]
+    changes = [(props(vm), props(vm, cpus=2, memory=64)) for vm in workers]
     with pytest.raises(r.RollStepError) as failed:
-        roll_in_order(changes)
+        roll_in_order(conn, changes)
 
     assert failed.value.node == WORKERS[1] and failed.value.step == "power-on"
     message = str(failed.value)
@@ -327,7 +338,7 @@ def test_a_failure_on_the_second_of_four_stops_the_roll_and_leaves_it_running_on
     # The next `up`: the failed node's state still holds the old inputs, so it and the later ones roll.
     monkeypatch.setattr(hostops, "power_on", power_on)
     log.write_text("")
-    assert roll_in_order(changes[1:]) == WORKERS[1:]
+    assert roll_in_order(conn, changes[1:]) == WORKERS[1:]
     assert [sizing(vm) for vm in workers] == [(2, 64, "grid_v100-16c", "poweredOn")] * 4
 
 
@@ -336,7 +347,7 @@ def test_a_failed_drain_stops_before_the_power_off(dsi, conn, workers, log, said
     monkeypatch.setenv("FAKE_OC_ERROR", "error when evicting pods/\"train-0\" -n \"ml\": Cannot evict pod as it "
                                         "would violate the pod's disruption budget.")
     with pytest.raises(r.RollStepError) as failed:
-        roll_in_order([(props(conn, vm), props(conn, vm, profile="grid_v100-32c")) for vm in workers])
+        roll_in_order(conn, [(props(vm), props(vm, profile="grid_v100-32c")) for vm in workers])
     assert failed.value.step == "drain"
     assert "disruption budget" in str(failed.value) and "Its VM was not touched" in str(failed.value)
     assert [sizing(vm)[2] for vm in workers] == ["grid_v100-32c", "grid_v100-16c", "grid_v100-16c", "grid_v100-16c"]
@@ -358,7 +369,7 @@ def test_a_refused_reconfigure_powers_the_vm_on_again_on_its_old_settings(dsi, c
     monkeypatch.setattr(hostops, "reconfigure_for_roll", refused)
     vm = workers[0]
     with pytest.raises(r.RollStepError, match="step reconfigure: wrong state: the host has no free vGPU"):
-        r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, profile="grid_v100-32c"))
+        roll_provider(conn).update("id", props(vm), props(vm, profile="grid_v100-32c"))
     monkeypatch.setattr(hostops, "reconfigure_for_roll", reconfigure)
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
     assert calls(log)[-2:] == [f"vsphere power-on {vm.name}", f"oc adm uncordon {vm.name}"]
@@ -368,7 +379,7 @@ def test_a_refused_reconfigure_powers_the_vm_on_again_on_its_old_settings(dsi, c
 
 def test_the_drain_timeout_comes_from_the_stack(dsi, conn, workers, log, said):
     vm = workers[0]
-    r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, cpus=2, drainTimeoutS=120))
+    roll_provider(conn).update("id", props(vm), props(vm, cpus=2, drainTimeoutS=120))
     assert f"oc adm drain {vm.name} --ignore-daemonsets --delete-emptydir-data --timeout=120s" in calls(log)
 
 
@@ -378,7 +389,7 @@ def test_the_drain_timeout_comes_from_the_stack(dsi, conn, workers, log, said):
 def test_a_control_plane_node_waits_for_etcd_and_the_api_server_before_and_after(dsi, conn, workers, log, said):
     vm = workers[0]
     cp = {"role": "control-plane"}
-    r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
+    roll_provider(conn).update("id", props(vm, **cp), props(vm, cpus=2, **cp))
     timeline = calls(log)
     cordon = timeline.index(f"oc adm cordon {vm.name}")
     ready = timeline.index(f"oc wait --for=condition=Ready node/{vm.name} --timeout=1200s")
@@ -398,7 +409,7 @@ def test_a_degraded_etcd_keeps_the_control_plane_node_running(dsi, conn, workers
     cp = {"role": "control-plane"}
     with pytest.raises(r.RollStepError, match="step health before: not healthy within 0.2 s: ClusterOperator etcd "
                                               "Available=True Progressing=False Degraded=True"):
-        r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
+        roll_provider(conn).update("id", props(vm, **cp), props(vm, cpus=2, **cp))
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
     assert not [c for c in calls(log) if c.startswith(("oc adm", "vsphere"))]
 
@@ -409,8 +420,8 @@ def test_a_degraded_etcd_keeps_the_control_plane_node_running(dsi, conn, workers
 def test_a_vm_that_is_off_is_a_change_and_the_update_powers_it_on(dsi, conn, workers, log, said, monkeypatch):
     vm = workers[2]
     hostops.power_off(vm)
-    state = props(conn, vm)
-    provider = r.NodeRollProvider()
+    state = props(vm)
+    provider = roll_provider(conn)
     monkeypatch.setattr(r, "LIVE_DIFF", True)  # as in the engine's provider process
     assert provider.diff("id", state, state).changes  # preview --expect-no-changes fails
     # pulumi refresh reports it too
@@ -426,24 +437,46 @@ def test_a_vm_that_is_off_is_a_change_and_the_update_powers_it_on(dsi, conn, wor
 def test_offline_the_diff_does_not_reach_vcenter(conn, monkeypatch):
     """`make diff` and the program's tests call diff without a vCenter: only inputs count there."""
     monkeypatch.setattr(r, "LIVE_DIFF", False)
-    state = {"kind": r.KIND, **conn, "port": 1, "vmId": "vm-1", "vmName": "w1", "cpus": 1, "poweredOn": True}
-    assert not r.NodeRollProvider().diff("id", state, state).changes
-    assert r.NodeRollProvider().diff("id", state, {**state, "cpus": 2}).replaces == []
+    state = {"kind": r.KIND, "vmId": "vm-1", "vmName": "w1", "cpus": 1, "poweredOn": True}
+    unreachable = roll_provider({**conn, "port": 1})
+    assert not unreachable.diff("id", state, state).changes
+    assert unreachable.diff("id", state, {**state, "cpus": 2}).replaces == []
 
 
 def test_a_change_without_a_cluster_still_rolls_the_vm_alone(dsi, conn, workers, log, said):
     vm = workers[0]
-    r.NodeRollProvider().update("id", props(conn, vm, kubeconfig=None), props(conn, vm, cpus=2, kubeconfig=None))
+    roll_provider(conn, kubeconfig=None).update("id", props(vm), props(vm, cpus=2))
     assert sizing(vm) == (2, 32, "grid_v100-16c", "poweredOn")
     assert said == [f"node {vm.name}: the stack names no cluster for it; its VM changes without a drain"]
 
 
-def test_an_update_that_changes_nothing_on_vsphere_powers_nothing(dsi, conn, workers, log, said):
+def test_an_update_that_changes_nothing_on_vsphere_powers_nothing(dsi, conn, workers, log, said, monkeypatch):
+    """A state written by the previous release still carries the connection, the kubeconfig and oc in each roll
+    (another password, a kubeconfig since renewed): they are no inputs any more, and nothing differs."""
     vm = workers[0]
-    old = props(conn, vm, kubeconfig=None, password="old-password")
-    r.NodeRollProvider().update("id", old, props(conn, vm))
+    old = {**props(vm), **conn, "password": "old-password", "kubeconfig": "# the kubeconfig before its renewal\n",
+           "oc": "/usr/local/bin/oc"}
+    assert set(RETIRED_INPUTS) <= set(old)
+    provider = roll_provider(conn)
+    monkeypatch.setattr(r, "LIVE_DIFF", True)  # as in the engine's provider process: the VM runs
+    assert provider.diff("id", old, props(vm)).changes is False
+    provider.update("id", old, props(vm))
     # it only looks for a roll an earlier run left unfinished
     assert calls(log) == ["oc get nodes -o json"] and sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
+
+
+def test_a_provider_without_a_vcenter_connection_says_to_run_up_once_and_touches_no_vm(dsi, workers, log, said):
+    """A stack last deployed by the release that kept the connection in each roll: until one `pulumi up` records
+    it in the rolls' provider, the provider process holds none, unconfigured or configured with no vCenter keys."""
+    vm = workers[0]
+    for provider in (r.NodeRollProvider(), configured(r.NodeRollProvider(), {})):
+        with pytest.raises(r.VsphereOperationError) as failed:
+            provider.update("id", props(vm), props(vm, cpus=2, memory=64))
+        message = str(failed.value)
+        assert message == NOT_CONFIGURED
+        assert message.startswith("its provider holds no vCenter connection") and "Run `pulumi up` once" in message
+    assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn") and calls(log) == [] and said == []
+    assert r._FAILED_IN_THIS_RUN == []
 
 
 def test_a_new_vms_roll_gives_it_its_vgpu_without_asking_a_cluster(dsi, conn, workers, log, said):
@@ -455,7 +488,7 @@ def test_a_new_vms_roll_gives_it_its_vgpu_without_asking_a_cluster(dsi, conn, wo
     hostops.reconfigure_for_roll(vm, {"vgpuProfile": ""})
     hostops.power_on(vm)
     open(log, "w").close()
-    created = r.NodeRollProvider().create(props(conn, vm, **{r.NEW_VM: True}))
+    created = roll_provider(conn).create(props(vm, **{r.NEW_VM: True}))
     assert created.id == f"{vm._moId}:roll" and created.outs[r.NEW_VM] is True
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
     assert calls(log) == [f"vsphere power-off {vm.name}", f"vsphere reconfigure {vm.name}",
@@ -472,8 +505,8 @@ def test_new_vms_get_their_vgpus_side_by_side(dsi, conn, workers, log, said):
     hostops.power_on(vm)
     done: list[object] = []
     with r._ONE_AT_A_TIME:
-        worker = threading.Thread(target=lambda: done.append(r.NodeRollProvider().create(
-            props(conn, vm, **{r.NEW_VM: True}))))
+        worker = threading.Thread(target=lambda: done.append(roll_provider(conn).create(
+            props(vm, **{r.NEW_VM: True}))))
         worker.start()
         worker.join(timeout=60)
     assert done and sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
@@ -485,7 +518,7 @@ def test_a_roll_created_for_a_running_node_asks_its_cluster(dsi, conn, workers, 
     vm = workers[2]
     monkeypatch.setenv("FAKE_OC_NODES", " ".join(w for w in WORKERS if w != vm.name))
     with pytest.raises(r.RollStepError, match="ask the cluster"):
-        r.NodeRollProvider().create(props(conn, vm, cpus=2))
+        roll_provider(conn).create(props(vm, cpus=2))
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
 
 
@@ -552,14 +585,14 @@ def undrained_power_offs(log_path: Path) -> list[str]:
 def converged(workers_, log_path: Path, conn_) -> None:
     """The next `up` with the fault gone: the chain from the first node, every VM as the stack says and
     running, no node cordoned, no mark left, and a preview that finds nothing to do."""
-    roll_in_order([(props(conn_, vm), props(conn_, vm, **NEW)) for vm in workers_])
+    roll_in_order(conn_, [(props(vm), props(vm, **NEW)) for vm in workers_])
     assert [sizing(vm) for vm in workers_] == [(2, 64, "grid_v100-16c", "poweredOn")] * len(workers_)
     assert cluster_state(log_path).get("cordoned", []) == [] and marks(log_path) == {}
-    provider = r.NodeRollProvider()
+    provider = roll_provider(conn_)
     r.LIVE_DIFF, live_diff = True, r.LIVE_DIFF
     try:
         for vm in workers_:
-            state = props(conn_, vm, **NEW)
+            state = props(vm, **NEW)
             assert not provider.diff("id", state, state).changes  # preview --expect-no-changes
     finally:
         r.LIVE_DIFF = live_diff
@@ -582,7 +615,7 @@ def test_a_cluster_that_does_not_answer_stops_the_roll_before_any_power_off(
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(r, "_OC_GET_TIMEOUT_S", 1)
     with pytest.raises(r.RollStepError) as failed:
-        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+        roll_in_order(conn, [(props(vm), props(vm, **NEW)) for vm in workers])
     assert failed.value.node == WORKERS[0] and failed.value.step == "ask the cluster"
     assert "Nothing was changed" in str(failed.value) and r.CLUSTER_GONE in str(failed.value)
     assert not [c for c in calls(log) if c.startswith(("vsphere", "oc adm", "oc annotate"))]
@@ -596,11 +629,29 @@ def test_a_cluster_that_does_not_answer_stops_the_roll_before_any_power_off(
 
 def test_a_control_plane_node_without_a_kubeconfig_is_not_changed(dsi, conn, workers, log, said):
     vm = workers[0]
-    cp = {"role": "control-plane", "kubeconfig": None}
+    cp = {"role": "control-plane"}
     with pytest.raises(r.RollStepError, match="step ask the cluster: a control-plane node and no kubeconfig"):
-        r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
+        roll_provider(conn, kubeconfig=None).update("id", props(vm, **cp), props(vm, cpus=2, **cp))
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn") and calls(log) == []
     record("no kubeconfig (control plane)", "ask the cluster", "stops before any change")
+
+
+def test_a_kubeconfig_not_known_yet_holds_the_node_in_its_cluster_and_changes_nothing(dsi, conn, workers, log, said):
+    """The kubeconfig is an output not yet known when the engine configures the provider (the wire's UNKNOWN):
+    the stack names a cluster, so a worker is one of its nodes, and it does not change without asking it."""
+    vm = workers[0]
+    provider = roll_provider(conn, kubeconfig=UNKNOWN)
+    worker = props(vm, cpus=2)
+    assert provider.cluster.named and provider.cluster.kubeconfig is None
+    assert r._member(worker, provider.cluster) is True
+    with pytest.raises(r.RollStepError) as refused:
+        with r._cluster(worker, vm.name, provider.cluster):
+            pytest.fail("a node in a cluster whose kubeconfig is not known went on")
+    assert refused.value.step == "ask the cluster" and refused.value.reason == "its cluster's kubeconfig is not known"
+    assert "Nothing was changed" in str(refused.value)
+    with pytest.raises(r.RollStepError, match="step ask the cluster: its cluster's kubeconfig is not known"):
+        provider.update("id", props(vm), worker)
+    assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn") and calls(log) == [] and said == []
 
 
 def test_a_control_plane_node_listed_by_another_name_is_not_changed(dsi, conn, workers, log, said, monkeypatch):
@@ -608,7 +659,7 @@ def test_a_control_plane_node_listed_by_another_name_is_not_changed(dsi, conn, w
     vm = workers[0]
     cp = {"role": "control-plane"}
     with pytest.raises(r.RollStepError, match="step ask the cluster: the cluster lists 3 node"):
-        r.NodeRollProvider().update("id", props(conn, vm, **cp), props(conn, vm, cpus=2, **cp))
+        roll_provider(conn).update("id", props(vm, **cp), props(vm, cpus=2, **cp))
     assert sizing(vm) == (1, 32, "grid_v100-16c", "poweredOn")
 
 
@@ -616,14 +667,14 @@ def test_the_cluster_gone_setting_changes_vms_undrained_and_says_so(dsi, conn, w
     monkeypatch.setenv("FAKE_OC_FAIL", "get nodes")
     monkeypatch.setenv(r.CLUSTER_GONE, "1")
     vm = workers[0]
-    r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, **NEW))
+    roll_provider(conn).update("id", props(vm), props(vm, **NEW))
     assert sizing(vm) == (2, 64, "grid_v100-16c", "poweredOn")
     assert not [c for c in calls(log) if c.startswith("oc")]
     assert said == [f"node {vm.name}: {r.CLUSTER_GONE}=1: its VM changes without asking the cluster (no drain, no "
                     "Ready wait, no quorum check)"]
     monkeypatch.setenv(r.CLUSTER_GONE, "yes")
     with pytest.raises(r.VsphereOperationError, match=f"{r.CLUSTER_GONE}='yes': set it to 1"):
-        r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, cpus=3, memory=64))
+        roll_provider(conn).update("id", props(vm), props(vm, cpus=3, memory=64))
     assert sizing(vm) == (2, 64, "grid_v100-16c", "poweredOn")
 
 
@@ -638,7 +689,7 @@ def test_an_api_failure_at_a_step_stops_the_roll_at_that_node(dsi, conn, workers
     monkeypatch.setenv("FAKE_OC_FAIL", f"{prefix} {WORKERS[1]}" if step != "Ready" else prefix)
     monkeypatch.setenv("FAKE_OC_ERROR", error)
     with pytest.raises(r.RollStepError) as failed:
-        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+        roll_in_order(conn, [(props(vm), props(vm, **NEW)) for vm in workers])
     stopped_at = failed.value.node
     assert failed.value.step == step
     later = WORKERS[WORKERS.index(stopped_at) + 1:]
@@ -666,7 +717,7 @@ def test_a_pdb_that_blocks_the_drain_stops_with_the_node_uncordoned(dsi, conn, w
     monkeypatch.setenv("FAKE_OC_ERROR", 'error when evicting pods/"train-0" -n "ml" (will retry after 5s): Cannot '
                                         "evict pod as it would violate the pod's disruption budget.")
     with pytest.raises(r.RollStepError, match="step drain"):
-        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+        roll_in_order(conn, [(props(vm), props(vm, **NEW)) for vm in workers])
     assert cluster_state(log)["cordoned"] == [] and marks(log) == {}
     assert not [c for c in calls(log) if c.startswith("vsphere")]
     record("PodDisruptionBudget blocks", "drain", "stops; VM not touched, node uncordoned")
@@ -683,7 +734,7 @@ def test_a_lost_vcenter_session_before_the_reconfigure_leaves_one_node_down_and_
     power_on = hostops.power_on
     monkeypatch.setattr(hostops, "power_on", session_gone)  # the session is gone for every call
     with pytest.raises(r.RollStepError, match="step reconfigure"):
-        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+        roll_in_order(conn, [(props(vm), props(vm, **NEW)) for vm in workers])
     monkeypatch.setattr(hostops, "reconfigure_for_roll", reconfigure)
     monkeypatch.setattr(hostops, "power_on", power_on)
     assert sizing(workers[0])[3] == "poweredOff" and WORKERS[0] in cluster_state(log)["cordoned"]
@@ -697,7 +748,7 @@ def test_ready_never_comes_stops_with_the_node_cordoned(dsi, conn, workers, log,
     monkeypatch.setenv("FAKE_OC_FAIL", f"wait --for=condition=Ready node/{WORKERS[0]}")
     monkeypatch.setenv("FAKE_OC_ERROR", f"error: timed out waiting for the condition on nodes/{WORKERS[0]}")
     with pytest.raises(r.RollStepError, match="step Ready"):
-        roll_in_order([(props(conn, vm), props(conn, vm, **NEW)) for vm in workers])
+        roll_in_order(conn, [(props(vm), props(vm, **NEW)) for vm in workers])
     assert WORKERS[0] in cluster_state(log)["cordoned"] and WORKERS[0] in marks(log)
     assert not [c for c in calls(log) if WORKERS[1] in c]
     record("Ready never comes", "Ready", "stops; node stays cordoned and marked; next up waits again, uncordons")
@@ -708,9 +759,12 @@ def test_ready_never_comes_stops_with_the_node_cordoned(dsi, conn, workers, log,
 # ---------------------------------------------------------------- the run is killed
 
 
+# A roll's update in a process of its own, to kill: argv holds the old and new inputs and its provider's
+# configuration (tests/lab_vcsim.py `provider_config`), each as JSON.
 KILLABLE = """
 import json, os, sys, time
 from pathlib import Path
+from pulumi.dynamic import Config, ConfigureRequest
 from components.dynamic import hostops
 from components.dynamic import roll as r
 log = Path(os.environ["FAKE_OC_LOG"])
@@ -734,9 +788,17 @@ for verb, name in (("power-off", "power_off"), ("power-on", "power_on"), ("recon
             pause()
         return result
     setattr(hostops, name, marked)
-old, new = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-r.NodeRollProvider().update("id", old, new)
+old, new, config = (json.loads(arg) for arg in sys.argv[1:4])
+provider = r.NodeRollProvider()
+provider.configure(ConfigureRequest(Config(config, "gpu-lab")))  # as the engine's provider process does
+provider.update("id", old, new)
 """
+
+
+def killable_config(conn: dict) -> str:
+    """KILLABLE's provider configuration: the one `roll_provider` has."""
+    return json.dumps(provider_config(conn, kubeconfig=KUBECONFIG, oc="oc"))
+
 
 KILL_POINTS = {
     # where the run is when it is killed: (what pauses it, the step it is killed after)
@@ -766,10 +828,10 @@ def test_a_run_killed_at_any_step_is_finished_by_the_next_up_before_the_next_nod
     pause, step = KILL_POINTS[point]
     role, settings = KILLED_CHANGES[change]
     env = {**os.environ, **pause}
-    roll_in_order([(props(conn, workers[0]), props(conn, workers[0], **NEW))])  # the chain's first, done
+    roll_in_order(conn, [(props(workers[0]), props(workers[0], **NEW))])  # the chain's first, done
     vm = workers[1]
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(conn, vm, role=role)),
-                             json.dumps(props(conn, vm, role=role, **settings))], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(vm, role=role)),
+                             json.dumps(props(vm, role=role, **settings)), killable_config(conn)], env=env,
                             cwd=Path(__file__).resolve().parents[2])
     deadline = time.monotonic() + 60
     hang = pause.get("FAKE_OC_HANG", "")
@@ -797,7 +859,7 @@ def test_a_run_killed_at_any_step_is_finished_by_the_next_up_before_the_next_nod
     if change == "sizing":
         converged(workers, log, conn)
     else:
-        roll_in_order([(props(conn, vm, role=role), props(conn, vm, role=role, **settings))])
+        roll_in_order(conn, [(props(vm, role=role), props(vm, role=role, **settings))])
         expected = {"vGPU profile": (1, 32, "grid_v100-32c"), "control-plane sizing": (2, 64, "grid_v100-16c")}
         assert sizing(vm) == (*expected[change], "poweredOn")
         assert cluster_state(log).get("cordoned", []) == [] and marks(log) == {}
@@ -819,8 +881,8 @@ def test_a_resume_after_the_power_on_waits_for_the_new_boot_however_late_the_kub
     for some 40 s after its machine stops; found with the real engine and a node that lagged its VM). The
     mark's phase says the VM went down, so the resume waits for a new boot id before it uncordons."""
     vm = workers[1]
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(conn, vm)),
-                             json.dumps(props(conn, vm, **NEW))], env={**os.environ, "PAUSE_AFTER": "power-on"},
+    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(vm)), json.dumps(props(vm, **NEW)),
+                             killable_config(conn)], env={**os.environ, "PAUSE_AFTER": "power-on"},
                             cwd=Path(__file__).resolve().parents[2])
     try:
         deadline = time.monotonic() + 60
@@ -833,7 +895,7 @@ def test_a_resume_after_the_power_on_waits_for_the_new_boot_however_late_the_kub
     assert cluster_state(log)["annotations"][WORKERS[1]][r.ROLL_PHASE] == "down"
     log.write_text(log.read_text() + "--- next up\n")
     monkeypatch.setenv("FAKE_OC_STALE_BOOT_READS", "3")  # its kubelet has not posted the new boot yet
-    r.NodeRollProvider().update("id", props(conn, vm), props(conn, vm, **NEW))
+    roll_provider(conn).update("id", props(vm), props(vm, **NEW))
     after = log.read_text().split("--- next up\n", 1)[1].splitlines()
     reads = [i for i, c in enumerate(after) if "bootID" in c and WORKERS[1] in c]
     uncordon = after.index(f"oc adm uncordon {WORKERS[1]}")
@@ -850,14 +912,14 @@ def test_a_new_run_waits_for_the_roll_a_killed_run_left_running(dsi, conn, worke
     new run's roll waits for the old one, then finds that node out of service and stops."""
     infos: list[str] = []
     monkeypatch.setattr(pulumi.log, "info", lambda m, *a, **k: infos.append(m))
-    old_run = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(conn, workers[1])),
-                                json.dumps(props(conn, workers[1], **NEW))],
+    old_run = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(workers[1])),
+                                json.dumps(props(workers[1], **NEW)), killable_config(conn)],
                                env={**os.environ, "PAUSE_AFTER": "power-off"}, cwd=Path(__file__).resolve().parents[2])
     outcome: list[BaseException | None] = []
 
     def new_run() -> None:
         try:
-            r.NodeRollProvider().update("id", props(conn, workers[0]), props(conn, workers[0], **NEW))
+            roll_provider(conn).update("id", props(workers[0]), props(workers[0], **NEW))
             outcome.append(None)
         except BaseException as error:  # noqa: BLE001 - handed to the test
             outcome.append(error)
@@ -887,24 +949,24 @@ def test_a_node_left_down_by_a_killed_run_stops_any_other_node_from_going_down(
     """A change to a node earlier in the chain than the one a killed run left off: one node at a time
     holds across runs. The mark and the Ready condition say which node is out; `--target` finishes it."""
     first, second = workers[0], workers[1]
-    provider = r.NodeRollProvider()
+    provider = roll_provider(conn)
     with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
         # stands for the kill, after the power-off and reconfigure
         patched.setattr(hostops, "power_on", lambda vm: (_ for _ in ()).throw(KeyboardInterrupt()))
-        provider.update("id", props(conn, second), props(conn, second, **NEW))
+        provider.update("id", props(second), props(second, **NEW))
     assert sizing(second)[3] == "poweredOff" and WORKERS[1] in marks(log)
     with pytest.raises(r.RollStepError) as failed:
-        provider.update("id", props(conn, first), props(conn, first, cpus=3, memory=64))
+        provider.update("id", props(first), props(first, cpus=3, memory=64))
     assert failed.value.step == "health before"
     assert f"another node is out of service: {WORKERS[1]} (an unfinished roll)" in str(failed.value)
     assert sizing(first) == (1, 32, "grid_v100-16c", "poweredOn")
     record("another node left down", "health before", "stops before any change; the other node is named")
     assert r._FAILED_IN_THIS_RUN == [WORKERS[0]]
     with pytest.raises(r.RollStepError, match=f"the roll of {WORKERS[0]} failed earlier in this run"):
-        provider.update("id", props(conn, second), props(conn, second, **NEW))
+        provider.update("id", props(second), props(second, **NEW))
     r._FAILED_IN_THIS_RUN.clear()  # the next up
-    provider.update("id", props(conn, second), props(conn, second, **NEW))  # pulumi up --target <its roll>
-    provider.update("id", props(conn, first), props(conn, first, cpus=3, memory=64))
+    provider.update("id", props(second), props(second, **NEW))  # pulumi up --target <its roll>
+    provider.update("id", props(first), props(first, cpus=3, memory=64))
     assert sizing(first)[0] == 3 and sizing(second) == (2, 64, "grid_v100-16c", "poweredOn") and marks(log) == {}
 
 

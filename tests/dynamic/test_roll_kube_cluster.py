@@ -22,7 +22,7 @@ from pathlib import Path
 import pulumi
 import pytest
 from kube_cluster import KubeNode, node_name, running_kube_cluster, wait_for
-from lab_vcsim import running_lab_vcsim, vm_named
+from lab_vcsim import configured, provider_config, running_lab_vcsim, vm_named
 from test_node_roll import KILLABLE
 
 from components.dynamic import hostops
@@ -83,12 +83,27 @@ def lab(cluster, vms, monkeypatch):
     return cluster
 
 
-def props(sim, vm, cluster, *, role="worker", kubeconfig=None, **settings) -> dict:
-    return {"kind": r.KIND, "server": sim.server, "user": sim.user, "password": sim.password, "insecure": True,
-            "port": sim.port, "vmId": vm._moId, "vmName": vm.name, "nodeName": node_name(vm.name), "role": role,
+def props(vm, *, role="worker", **settings) -> dict:
+    """A NodeRoll's inputs: the connection, the kubeconfig and oc are its provider's (`roll_provider`)."""
+    return {"kind": r.KIND, "vmId": vm._moId, "vmName": vm.name, "nodeName": node_name(vm.name), "role": role,
             "cpus": 1, "memoryMb": 32, "memoryReservationMb": None, "hardwareVersion": None, "vgpuProfile": "",
-            "poweredOn": True, "oc": str(cluster.oc_path), "drainTimeoutS": 60,
-            "kubeconfig": kubeconfig if kubeconfig is not None else cluster.kubeconfig, **settings}
+            "poweredOn": True, "drainTimeoutS": 60, **settings}
+
+
+def connection(sim) -> dict:
+    return {"server": sim.server, "user": sim.user, "password": sim.password, "insecure": True, "port": sim.port}
+
+
+def cluster_config(sim, cluster, kubeconfig: str | None = None) -> dict:
+    """The rolls' provider's configuration: lab-vcsim, and the cluster's kubeconfig (or ``kubeconfig``) and oc."""
+    return provider_config(connection(sim), kubeconfig=kubeconfig if kubeconfig is not None else cluster.kubeconfig,
+                           oc=str(cluster.oc_path))
+
+
+def roll_provider(sim, cluster, kubeconfig: str | None = None) -> r.NodeRollProvider:
+    """The rolls' provider as the engine's provider process has it: configured with vCenter and the cluster."""
+    return configured(r.NodeRollProvider(), connection(sim),
+                      kubeconfig=kubeconfig if kubeconfig is not None else cluster.kubeconfig, oc=str(cluster.oc_path))
 
 
 def workload(cluster, replicas: int, *, min_available: int | None = None, max_unavailable: int | None = None):
@@ -146,11 +161,11 @@ class NotReadyWatch:
 
 
 def roll(sim, vms, cluster, nodes, **changes) -> None:
-    provider = r.NodeRollProvider()
+    provider = roll_provider(sim, cluster)
     r._FAILED_IN_THIS_RUN.clear()
     for node in nodes:
         vm = vms[node]
-        provider.update("id", props(sim, vm, cluster), props(sim, vm, cluster, **changes))
+        provider.update("id", props(vm), props(vm, **changes))
 
 
 WORKER_NODES = [node_name(n) for n in WORKERS]
@@ -174,10 +189,9 @@ def test_a_rejected_token_stops_the_roll_before_any_power_off(sim, vms, lab):
     rejected = lab.kubeconfig.replace(token, "not-the-token")
     node = WORKER_NODES[0]
     boot = lab.boot_id(node)
-    provider = r.NodeRollProvider()
+    provider = roll_provider(sim, lab, kubeconfig=rejected)
     with pytest.raises(r.RollStepError) as failed:
-        provider.update("id", props(sim, vms[node], lab, kubeconfig=rejected),
-                        props(sim, vms[node], lab, kubeconfig=rejected, **NEW))
+        provider.update("id", props(vms[node]), props(vms[node], **NEW))
     assert failed.value.step == "ask the cluster" and "Unauthorized" in failed.value.reason
     assert hostops.get_roll_settings(vms[node])["cpus"] == 1 and hostops.is_powered_on(vms[node])
     assert lab.boot_id(node) == boot and schedulable(lab, node)
@@ -201,8 +215,8 @@ def test_a_run_killed_after_the_power_off_is_finished_by_the_next_up(sim, vms, l
     log = tmp_path / "run.log"
     log.touch()
     env = {**os.environ, "FAKE_OC_LOG": str(log), "PAUSE_AFTER": "power-off"}
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(sim, vm, lab)),
-                             json.dumps(props(sim, vm, lab, **NEW))], env=env, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, json.dumps(props(vm)), json.dumps(props(vm, **NEW)),
+                             json.dumps(cluster_config(sim, lab))], env=env, cwd=ROOT)
     try:
         wait_for(lambda: "paused" in log.read_text().splitlines(), 120, "the run paused after the power-off")
         os.kill(proc.pid, signal.SIGKILL)
@@ -222,18 +236,17 @@ def test_a_control_plane_node_waits_for_the_etcd_operator(sim, vms, lab):
     node = node_name(CONTROL_PLANE)
     vm = vms[node]
     lab.set_cluster_operator("etcd", progressing=True, message="NodeInstallerProgressing: 1 node is at revision 7")
-    provider = r.NodeRollProvider()
+    provider = roll_provider(sim, lab)
     r.HEALTH_TIMEOUT_S, timeout = 3, r.HEALTH_TIMEOUT_S
     try:
         with pytest.raises(r.RollStepError, match="ClusterOperator etcd Available=True Progressing=True"):
-            provider.update("id", props(sim, vm, lab, role="control-plane"),
-                            props(sim, vm, lab, role="control-plane", **NEW))
+            provider.update("id", props(vm, role="control-plane"), props(vm, role="control-plane", **NEW))
     finally:
         r.HEALTH_TIMEOUT_S = timeout
     assert hostops.get_roll_settings(vm)["cpus"] == 1 and schedulable(lab, node)
     lab.set_cluster_operator("etcd")
     r._FAILED_IN_THIS_RUN.clear()
-    provider.update("id", props(sim, vm, lab, role="control-plane"), props(sim, vm, lab, role="control-plane", **NEW))
+    provider.update("id", props(vm, role="control-plane"), props(vm, role="control-plane", **NEW))
     assert hostops.get_roll_settings(vm)["cpus"] == 2
     assert schedulable(lab, node) and mark(lab, node) is None
     etcd = lab.get("pod", "-n", "openshift-etcd", f"etcd-{node}")
