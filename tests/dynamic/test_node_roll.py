@@ -30,13 +30,13 @@ from pathlib import Path
 import pulumi
 import pytest
 from lab_vcsim import configured, provider_config, running_lab_vcsim, vm_named
-from pulumi.runtime.rpc import UNKNOWN
 from pyVmomi import vim
 
 from components.dynamic import hostops
 from components.dynamic import roll as r
 from components.dynamic.provider import NOT_CONFIGURED, RETIRED_INPUTS
 from components.openshift.files.common import render_script
+from tools.sdk_access import UNKNOWN
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# test kubeconfig\n"
 WORKERS = ["DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1", "DC0_H0_VM0", "DC0_H0_VM1"]
