@@ -6,12 +6,12 @@ keeps them encrypted in state and masked in logs. Keys (all set with
 
 | attribute | config key | used by |
 |---|---|---|
-| vcenter_password | `vsphere:password` | vSphere provider, pyvmomi dynamic providers |
+| vcenter_password | `vsphere:password` | vSphere provider, the dynamic resources' providers (`pyvmomi`, `node-rolls`) |
 | switch_passwords | `gpu-lab:switchPasswords` (object: switch name -> password) | switch Commands |
 | pull_secret | `gpu-lab:pullSecret` | OpenShift install-config |
 | ssh_public_key | `gpu-lab:sshPublicKey` | OpenShift install-config (core user) |
 | helper_ssh_private_key | `gpu-lab:helperSshPrivateKey` | deploys to the OpenShift helper node |
-| kubeconfig | `gpu-lab:kubeconfig` | add-ons, when OpenShift is not installed by this stack |
+| kubeconfig | `gpu-lab:kubeconfig` | add-ons and the node rolls' provider, without an OpenShift install here |
 | nvidia_license_token | `gpu-lab:nvidiaLicenseToken` | vGPU guest licensing (client_configuration_token.tok) |
 | gridd_conf | `gpu-lab:griddConf` | vGPU guest licensing (gridd.conf) |
 | registry_auth | `gpu-lab:registryAuth` | pulling the vGPU guest driver image (dockerconfigjson) |
