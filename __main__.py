@@ -67,6 +67,8 @@ def main() -> None:
         openshift = OpenShiftUpi("openshift", OpenShiftUpiArgs(
             cluster=plan.cluster, secrets=secrets, protect=lab.lifecycle.protect))
 
+    # the cluster the node rolls drain through and the add-ons go to: this stack's install, or one it is given
+    kubeconfig = openshift.kubeconfig if openshift else secrets.kubeconfig
     vms = None
     if plan.roce_fabric is not None and plan.lab_vms is not None and vcenter is not None:  # set with lab.vsphere
         pyvmomi = pulumi.ResourceOptions(providers=[vcenter_provider(vcenter)])  # see explicit_provider
@@ -76,8 +78,7 @@ def main() -> None:
         vms = LabVms("vms", LabVmsArgs(
             plan=plan.lab_vms,
             fabric=fabric,
-            roll_provider=node_roll_provider(vcenter, openshift.kubeconfig if openshift else secrets.kubeconfig,
-                                             plan.oc),
+            roll_provider=node_roll_provider(vcenter, kubeconfig, plan.oc),
             extra_config=openshift.vm_extra_config if openshift else {},
             protect=lab.lifecycle.protect,
             drain_timeout_s=plan.drain_timeout_s,
@@ -100,7 +101,7 @@ def main() -> None:
         ClusterAddons("addons", ClusterAddonsArgs(
             addons=plan.addons,
             secrets=secrets,
-            kubeconfig=openshift.kubeconfig if openshift else secrets.kubeconfig,
+            kubeconfig=kubeconfig,
             # Deleted before the nodes are drained and the VMs go.
             after=[r for r in (nodes, vms) if r is not None],
             nodes={name: [step] for name, step in nodes.node_steps.items()} if nodes is not None
