@@ -213,7 +213,8 @@ class _VcenterProvider(ResourceProvider):
             raise VsphereOperationError(NOT_CONFIGURED)
         return self.vcenter
 
-    def _shared_session(self):
+    def _session(self):
+        """A vCenter session shared by every call of this process (hostops.shared_session)."""
         from components.dynamic import hostops
 
         login = self.login()
@@ -287,9 +288,6 @@ class _SettingProvider(_VcenterProvider):
 
     # -- shared machinery
 
-    def _session(self, _props: dict[str, Any]):
-        return self._shared_session()
-
     def _apply(self, target: Any, props: dict[str, Any], value: Any, step: _Failures) -> None:
         """Write ``value`` and read it back: a setting the host silently ignored is an error."""
         step(self.set_call)
@@ -356,7 +354,7 @@ class _SettingProvider(_VcenterProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = _plain(props)
-        with _Failures(self, inputs, "create") as step, self._session(inputs) as si:
+        with _Failures(self, inputs, "create") as step, self._session() as si:
             target = self._find(si, inputs, step)
             step(self.get_call)
             original = self._get(target, inputs)
@@ -377,7 +375,7 @@ class _SettingProvider(_VcenterProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         inputs, previous = _plain(news), _plain(olds)
-        with _Failures(self, inputs, "update") as step, self._session(inputs) as si:
+        with _Failures(self, inputs, "update") as step, self._session() as si:
             target = self._find(si, inputs, step)
             written = self._write_if_different(target, inputs, inputs[self.value_key], step)
             since: str | None
@@ -393,14 +391,14 @@ class _SettingProvider(_VcenterProvider):
         state = _plain(props)
         if ORIGINAL not in state or state[ORIGINAL] is None:
             return
-        with _Failures(self, state, "delete (restoring the original value)") as step, self._session(state) as si:
+        with _Failures(self, state, "delete (restoring the original value)") as step, self._session() as si:
             target = self._find(si, state, step, deleting=True)
             if target is not None:
                 self._write_if_different(target, state, state[ORIGINAL], step)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         state = _plain(props)
-        with _Failures(self, state, "read") as step, self._session(state) as si:
+        with _Failures(self, state, "read") as step, self._session() as si:
             target = self._find(si, state, step, deleting=True)
             if target is None:
                 return ReadResult(None, {})

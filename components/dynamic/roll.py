@@ -235,7 +235,7 @@ class NodeRollProvider(_VcenterProvider):
         from components.dynamic import hostops
 
         try:
-            with self._session(state) as si:
+            with self._session() as si:
                 try:
                     vm = hostops.find_vm(si, state["vmId"])
                 except hostops.VsphereLookupError:
@@ -261,7 +261,7 @@ class NodeRollProvider(_VcenterProvider):
 
         name = str(inputs.get("nodeName") or inputs["vmName"])
         try:
-            with self._session(inputs) as si:
+            with self._session() as si:
                 vm = _Vm(hostops.find_vm(si, inputs["vmId"], inputs.get("vmName")), f"VM {inputs.get('vmName')!r}")
                 live = vm.settings()
                 changes = differences(live, wanted_settings(inputs))
@@ -386,17 +386,12 @@ class NodeRollProvider(_VcenterProvider):
 
     # -- vSphere plumbing
 
-    @contextmanager
-    def _session(self, _props: dict[str, Any]) -> Iterator[Any]:
-        with self._shared_session() as si:
-            yield si
-
     def _live_on(self, state: dict[str, Any]) -> bool:
         """Whether the VM runs; True when vSphere cannot say (the update would then fail with the reason)."""
         from components.dynamic import hostops
 
         try:
-            with self._session(state) as si:
+            with self._session() as si:
                 return hostops.is_powered_on(hostops.find_vm(si, state["vmId"]))
         except Exception:  # noqa: BLE001 - a preview is not the place to fail on a vCenter outage
             return True
