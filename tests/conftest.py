@@ -45,14 +45,8 @@ def si(vcsim):
 
 @pytest.fixture()
 def conn_props(vcsim) -> dict:
-    """The connection inputs as a provider receives them from the engine."""
-    return {
-        "server": vcsim.server,
-        "user": vcsim.user,
-        "password": vcsim.password,
-        "insecure": True,
-        "port": vcsim.port,
-    }
+    """The connection its explicit provider holds (tests/lab_vcsim.py, `provider_config`)."""
+    return vcsim.connection()
 
 
 IN_CI = os.environ.get("CI") == "true"

@@ -46,11 +46,27 @@ def provider_config(conn: dict, *, kubeconfig: str | None = None, oc: str | None
     return config
 
 
-def configured(provider, conn: dict, *, kubeconfig: str | None = None, oc: str | None = None):
-    """``provider`` configured as the engine's dynamic provider process configures it (`get_provider` in
-    pulumi.dynamic.__main__: `configure(ConfigureRequest(Config(...)))` once, before any call)."""
-    provider.configure(ConfigureRequest(Config(provider_config(conn, kubeconfig=kubeconfig, oc=oc), "gpu-lab")))
+def configured_with(provider, config: dict):
+    """``provider`` configured with ``config`` as the engine's dynamic provider process configures it
+    (`get_provider` in pulumi.dynamic.__main__: `configure(ConfigureRequest(Config(...)))` once, before any call)."""
+    provider.configure(ConfigureRequest(Config(config, "gpu-lab")))
     return provider
+
+
+def configured(provider, conn: dict, *, kubeconfig: str | None = None, oc: str | None = None):
+    """``provider`` configured with the connection ``conn`` (and a cluster's kubeconfig and oc)."""
+    return configured_with(provider, provider_config(conn, kubeconfig=kubeconfig, oc=oc))
+
+
+def configure_server(stub, config: dict, timeout: float = 60) -> None:
+    """A provider server (`python -m pulumi.dynamic`) configured with ``config``, as the engine configures it
+    with the explicit provider's inputs before the first resource request."""
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import provider_pb2
+
+    args = struct_pb2.Struct()
+    args.update(config)
+    stub.Configure(provider_pb2.ConfigureRequest(args=args), timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,11 @@ class Vcsim:
     port: int
     user: str
     password: str
+
+    def connection(self) -> dict:
+        """Its admin's connection, as the tests hand it to `provider_config` and `configured`."""
+        return {"server": self.server, "user": self.user, "password": self.password, "insecure": True,
+                "port": self.port}
 
 
 def lab_vcsim_binary() -> str | None:

@@ -15,7 +15,7 @@ import sys
 import grpc
 import pytest
 from google.protobuf import struct_pb2
-from lab_vcsim import configured, provider_config
+from lab_vcsim import configure_server, configured, provider_config
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
@@ -48,9 +48,7 @@ def _serve(servers: list, config: dict | None):
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = provider_pb2_grpc.ResourceProviderStub(channel)
     if config is not None:
-        args = struct_pb2.Struct()
-        args.update(config)
-        stub.Configure(provider_pb2.ConfigureRequest(args=args), timeout=60)
+        configure_server(stub, config)
     return channel, stub
 
 

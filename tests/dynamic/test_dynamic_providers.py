@@ -22,7 +22,15 @@ from pathlib import Path
 import pulumi
 import pytest
 from google.protobuf import struct_pb2
-from lab_vcsim import VCSIM_PASSWORD, VCSIM_USER, configured, lab_vcsim_binary, provider_config, vm_named
+from lab_vcsim import (
+    VCSIM_PASSWORD,
+    VCSIM_USER,
+    configure_server,
+    configured,
+    lab_vcsim_binary,
+    provider_config,
+    vm_named,
+)
 from procs import stop
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime.mocks import MockMonitor
@@ -430,8 +438,6 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
         port = int(server.stdout.readline())  # the server prints its port first
         config = provider_config(conn_props)
         config[VCENTER_CONFIG["password"]] = sdk_access.wrap_secret(conn_props["password"])
-        args = struct_pb2.Struct()
-        args.update(config)
         props = struct_pb2.Struct()
         props.update(
             {
@@ -445,7 +451,7 @@ def test_firewall_ruleset_through_the_dynamic_provider_server(si, conn_props):
         urn = "urn:pulumi:test::gpu-lab::pulumi-python:dynamic:Resource::esx-pvrdma-fw"
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = provider_pb2_grpc.ResourceProviderStub(channel)
-            stub.Configure(provider_pb2.ConfigureRequest(args=args), timeout=30)
+            configure_server(stub, config, timeout=30)
             created = stub.Create(provider_pb2.CreateRequest(urn=urn, properties=props), timeout=30)
             assert created.id == "DC0_C0_H2:firewall:pvrdma"
             outs = dict(created.properties)
@@ -493,12 +499,10 @@ def test_the_provider_server_runs_more_than_four_creates_at_once(tmp_path):
         port = int(server.stdout.readline())
         errors: list[BaseException] = []
         # as the engine does before the first resource request: the explicit provider's inputs
-        args = struct_pb2.Struct()
-        args.update(provider_config({"server": "127.0.0.1", "port": sim_port, "user": VCSIM_USER,
-                                     "password": VCSIM_PASSWORD, "insecure": True}))
+        config = provider_config({"server": "127.0.0.1", "port": sim_port, "user": VCSIM_USER,
+                                  "password": VCSIM_PASSWORD, "insecure": True})
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            provider_pb2_grpc.ResourceProviderStub(channel).Configure(provider_pb2.ConfigureRequest(args=args),
-                                                                      timeout=30)
+            configure_server(provider_pb2_grpc.ResourceProviderStub(channel), config, timeout=30)
 
         def create(i: int) -> None:
             props = struct_pb2.Struct()

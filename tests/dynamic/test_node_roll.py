@@ -149,8 +149,7 @@ def dsi(delayed_vcsim):
 
 @pytest.fixture
 def conn(delayed_vcsim) -> dict:
-    return {"server": delayed_vcsim.server, "user": delayed_vcsim.user, "password": delayed_vcsim.password,
-            "insecure": True, "port": delayed_vcsim.port}
+    return delayed_vcsim.connection()
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pathlib import Path
 import pulumi
 import pytest
 from kube_cluster import KubeNode, node_name, running_kube_cluster, wait_for
-from lab_vcsim import configured, provider_config, running_lab_vcsim, vm_named
+from lab_vcsim import configured_with, provider_config, running_lab_vcsim, vm_named
 from test_node_roll import KILLABLE
 
 from components.dynamic import hostops
@@ -90,20 +90,15 @@ def props(vm, *, role="worker", **settings) -> dict:
             "poweredOn": True, "drainTimeoutS": 60, **settings}
 
 
-def connection(sim) -> dict:
-    return {"server": sim.server, "user": sim.user, "password": sim.password, "insecure": True, "port": sim.port}
-
-
 def cluster_config(sim, cluster, kubeconfig: str | None = None) -> dict:
     """The rolls' provider's configuration: lab-vcsim, and the cluster's kubeconfig (or ``kubeconfig``) and oc."""
-    return provider_config(connection(sim), kubeconfig=kubeconfig if kubeconfig is not None else cluster.kubeconfig,
+    return provider_config(sim.connection(), kubeconfig=kubeconfig if kubeconfig is not None else cluster.kubeconfig,
                            oc=str(cluster.oc_path))
 
 
 def roll_provider(sim, cluster, kubeconfig: str | None = None) -> r.NodeRollProvider:
     """The rolls' provider as the engine's provider process has it: configured with vCenter and the cluster."""
-    return configured(r.NodeRollProvider(), connection(sim),
-                      kubeconfig=kubeconfig if kubeconfig is not None else cluster.kubeconfig, oc=str(cluster.oc_path))
+    return configured_with(r.NodeRollProvider(), cluster_config(sim, cluster, kubeconfig))
 
 
 def workload(cluster, replicas: int, *, min_available: int | None = None, max_unavailable: int | None = None):
